@@ -1,0 +1,43 @@
+"""The response envelope: `{status, data}` on success, lists add `metadata`."""
+
+from typing import Any
+
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+
+
+class EnvelopeRenderer(JSONRenderer):
+    """Wraps a view's payload in the success envelope unless it is already an envelope."""
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: dict[str, Any] | None = None,
+    ) -> bytes:
+        response = (renderer_context or {}).get("response")
+        if response is not None and not getattr(response, "enveloped", False):
+            data = {"status": response.status_code, "data": data}
+        return super().render(data, accepted_media_type, renderer_context)
+
+
+def enveloped(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
+    """A response whose body is already a complete envelope (errors, lists)."""
+    response = Response(body, status=status, headers=headers)
+    response.enveloped = True  # type: ignore[attr-defined]
+    return response
+
+
+def error_body(
+    *,
+    status: int,
+    code: str,
+    message: str,
+    details: str = "",
+    issues: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The error envelope of every 4xx and 5xx answer."""
+    return {
+        "status": status,
+        "error": {"code": code, "message": message, "details": details, "issues": issues or []},
+    }

@@ -1,0 +1,129 @@
+"""Domain errors: every service raises one of these; the exception handler renders it."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One validation problem, located by a dotted path into the request body."""
+
+    code: str
+    path: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "path": self.path, "message": self.message}
+
+
+class ServiceError(Exception):
+    """Base of all domain errors: a stable code, a message and the HTTP status."""
+
+    code = "internal_error"
+    status = 500
+    message = "Something went wrong."
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        details: str = "",
+        issues: list[Issue] | None = None,
+        code: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        self.message = message or self.message
+        self.details = details
+        self.issues = issues or []
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+        super().__init__(self.message)
+
+
+class ValidationFailed(ServiceError):
+    code = "validation_error"
+    status = 400
+    message = "The request is not valid."
+
+    @classmethod
+    def at(cls, path: str, message: str, *, code: str = "invalid") -> "ValidationFailed":
+        """A validation error with a single issue at `path`."""
+        return cls(message, issues=[Issue(code=code, path=path, message=message)])
+
+
+class InvalidJson(ServiceError):
+    code = "invalid_json"
+    status = 400
+    message = "The request body is not valid JSON."
+
+
+class ProjectRequired(ServiceError):
+    code = "project_required"
+    status = 400
+    message = "Personal keys must name a project with the X-Service-Project-Id header."
+
+
+class Unauthenticated(ServiceError):
+    code = "unauthenticated"
+    status = 401
+    message = "The API key is missing or invalid."
+
+
+class Forbidden(ServiceError):
+    code = "forbidden"
+    status = 403
+    message = "The API key has no access to this project or action."
+
+
+class NotFound(ServiceError):
+    code = "not_found"
+    status = 404
+    message = "The resource does not exist."
+
+
+class MethodNotAllowed(ServiceError):
+    code = "method_not_allowed"
+    status = 405
+    message = "This method is not allowed on this path."
+
+
+class Conflict(ServiceError):
+    code = "conflict"
+    status = 409
+    message = "The request conflicts with the current state of the resource."
+
+
+class IdempotencyConflict(ServiceError):
+    code = "idempotency_conflict"
+    status = 409
+    message = "The idempotency key was already used for a different request."
+
+
+class Unprocessable(ServiceError):
+    """422 family: the request is well formed but cannot be carried out."""
+
+    code = "unprocessable"
+    status = 422
+    message = "The request could not be processed."
+
+
+class PreparedActionExpired(Unprocessable):
+    code = "prepared_action_expired"
+    message = "The prepared action has expired; prepare it again."
+
+
+class PreparedActionInvalid(Unprocessable):
+    code = "prepared_action_invalid"
+    message = "The prepared action does not match this operation, resource or key."
+
+
+class PlanLimitExceeded(Unprocessable):
+    code = "plan_limit_exceeded"
+    message = "The plan limit for this operation is reached."
+
+
+class RateLimited(ServiceError):
+    code = "rate_limited"
+    status = 429
+    message = "Too many requests; slow down."

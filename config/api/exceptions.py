@@ -1,0 +1,139 @@
+"""Maps every exception a view can raise onto the error envelope."""
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError
+from django.http import Http404, HttpRequest, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from config.api.envelope import enveloped, error_body
+from config.api.errors import Issue, ServiceError
+
+logger = logging.getLogger(__name__)
+
+_UNIQUE_VIOLATION = "23505"
+
+
+def flatten_issues(detail: Any, path: str = "") -> list[Issue]:
+    """Turns DRF's nested error detail into issues with dotted paths (`payload.items.0.sku`)."""
+    issues: list[Issue] = []
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            child = str(key) if key != "non_field_errors" else ""
+            issues.extend(
+                flatten_issues(value, f"{path}.{child}" if path and child else path or child)
+            )
+    elif isinstance(detail, list):
+        if all(isinstance(item, (str, drf.ErrorDetail)) for item in detail):
+            for item in detail:
+                issues.append(
+                    Issue(
+                        code=getattr(item, "code", None) or "invalid", path=path, message=str(item)
+                    )
+                )
+        else:
+            for index, item in enumerate(detail):
+                if item:
+                    issues.extend(flatten_issues(item, f"{path}.{index}" if path else str(index)))
+    else:
+        issues.append(
+            Issue(code=getattr(detail, "code", None) or "invalid", path=path, message=str(detail))
+        )
+    return issues
+
+
+def _body_for(exc: Exception) -> dict[str, Any] | None:
+    if isinstance(exc, ServiceError):
+        return error_body(
+            status=exc.status,
+            code=exc.code,
+            message=exc.message,
+            details=exc.details,
+            issues=[issue.as_dict() for issue in exc.issues],
+        )
+    if isinstance(exc, drf.ParseError):
+        return error_body(
+            status=400,
+            code="invalid_json",
+            message="The request body is not valid JSON.",
+            details=str(exc.detail),
+        )
+    if isinstance(exc, drf.ValidationError):
+        issues = flatten_issues(exc.detail)
+        return error_body(
+            status=400,
+            code="validation_error",
+            message="The request is not valid.",
+            issues=[issue.as_dict() for issue in issues],
+        )
+    if isinstance(exc, DjangoValidationError):
+        issues = flatten_issues(getattr(exc, "message_dict", None) or exc.messages)
+        return error_body(
+            status=400,
+            code="validation_error",
+            message="The request is not valid.",
+            issues=[i.as_dict() for i in issues],
+        )
+    if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
+        return error_body(
+            status=401, code="unauthenticated", message="The API key is missing or invalid."
+        )
+    if isinstance(exc, (drf.PermissionDenied, DjangoPermissionDenied)):
+        return error_body(
+            status=403,
+            code="forbidden",
+            message="The API key has no access to this project or action.",
+        )
+    if isinstance(exc, (drf.NotFound, Http404)):
+        return error_body(status=404, code="not_found", message="The resource does not exist.")
+    if isinstance(exc, drf.MethodNotAllowed):
+        return error_body(status=405, code="method_not_allowed", message=str(exc.detail))
+    if isinstance(exc, drf.UnsupportedMediaType):
+        return error_body(status=415, code="unsupported_media_type", message=str(exc.detail))
+    if isinstance(exc, drf.NotAcceptable):
+        return error_body(status=406, code="not_acceptable", message=str(exc.detail))
+    if isinstance(exc, drf.Throttled):
+        return error_body(status=429, code="rate_limited", message="Too many requests; slow down.")
+    if (
+        isinstance(exc, IntegrityError)
+        and getattr(getattr(exc, "__cause__", None), "sqlstate", None) == _UNIQUE_VIOLATION
+    ):
+        return error_body(
+            status=409, code="conflict", message="The request conflicts with an existing resource."
+        )
+    return None
+
+
+def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    """DRF's exception handler: every failure becomes an error envelope; nothing leaks."""
+    body = _body_for(exc)
+    if body is None:
+        logger.exception(
+            "Unhandled error in %s", context.get("view").__class__.__name__, exc_info=exc
+        )
+        body = error_body(
+            status=500, code="internal_error", message="Something went wrong on our side."
+        )
+    headers = {}
+    if isinstance(exc, drf.Throttled) and exc.wait:
+        headers["Retry-After"] = str(int(exc.wait))
+    return enveloped(body, status=body["status"], headers=headers)
+
+
+def not_found_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Any path the API does not have, with any method."""
+    return JsonResponse(
+        error_body(status=404, code="not_found", message="No such path."), status=404
+    )
+
+
+def server_error_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Django's last resort when an error escapes outside a DRF view."""
+    return JsonResponse(
+        error_body(status=500, code="internal_error", message="Something went wrong on our side."),
+        status=500,
+    )

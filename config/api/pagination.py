@@ -1,0 +1,88 @@
+"""Cursor pagination for every list: stable (created_at, id) order, signed opaque cursors."""
+
+import datetime as dt
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.core import signing
+from django.db.models import Model, Q, QuerySet
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.envelope import enveloped
+from config.api.errors import Issue, ValidationFailed
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+_SIGNER = signing.Signer(salt="api.cursor")
+
+
+def encode_cursor(created_at: dt.datetime, pk: Any) -> str:
+    return _SIGNER.sign_object([created_at.isoformat(), str(pk)], compress=False)
+
+
+def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+    try:
+        created_at, pk = _SIGNER.unsign_object(cursor)
+        return dt.datetime.fromisoformat(created_at), pk
+    except (signing.BadSignature, ValueError, TypeError):
+        raise ValidationFailed(
+            "The cursor is not valid.",
+            issues=[
+                Issue(code="invalid_cursor", path="after", message="Use metadata.next as given.")
+            ],
+        ) from None
+
+
+def parse_limit(request: Request) -> int:
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return DEFAULT_LIMIT
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValidationFailed.at(
+            "limit", f"Must be an integer from 1 to {MAX_LIMIT}.", code="out_of_range"
+        )
+    return limit
+
+
+def paginate(
+    request: Request,
+    queryset: QuerySet[Any],
+    serialize: Callable[[Sequence[Model]], Any],
+) -> Response:
+    """One page of `queryset` as a list envelope with `metadata` (CONTRACT section 4)."""
+    limit = parse_limit(request)
+    after = request.query_params.get("after")
+    total = queryset.count()
+    page_qs = queryset.order_by("created_at", "pk")
+    if after is not None:
+        created_at, pk = decode_cursor(after)
+        try:
+            pk_value: Any = uuid.UUID(pk)
+        except ValueError:
+            pk_value = pk
+        page_qs = page_qs.filter(
+            Q(created_at__gt=created_at) | Q(created_at=created_at, pk__gt=pk_value)
+        )
+    rows = list(page_qs[: limit + 1])
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].pk) if has_more else None
+    body = {
+        "status": 200,
+        "data": serialize(rows),
+        "metadata": {
+            "total": total,
+            "items": len(rows),
+            "limit": limit,
+            "after": after,
+            "next": next_cursor,
+            "has_more": has_more,
+        },
+    }
+    return enveloped(body, status=200)

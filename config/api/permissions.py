@@ -1,0 +1,60 @@
+"""Project selection and scope checks shared by every endpoint."""
+
+import uuid
+from typing import Any
+
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from config.api.errors import Forbidden, ProjectRequired, Unauthenticated, ValidationFailed
+from tenancy.access import KeyRecord
+from tenancy.selectors import access_resolve, project_get
+
+PROJECT_HEADER = "HTTP_X_SERVICE_PROJECT_ID"
+PROJECT_HEADER_NAME = "X-Service-Project-Id"
+
+
+def selected_project_id(request: Request, key: KeyRecord) -> str:
+    """The project a request acts on: the header, else the key's own or default project."""
+    raw = request.META.get(PROJECT_HEADER)
+    if raw is None or raw == "":
+        if key.is_personal:
+            raise ProjectRequired()
+        if key.project_id is None:
+            raise ProjectRequired(
+                "This key has no default project; name one with the X-Service-Project-Id header."
+            )
+        return key.project_id
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise ValidationFailed.at(PROJECT_HEADER_NAME, "Must be a project id (a UUID).") from None
+
+
+class HasProjectAccess(BasePermission):
+    """Resolves `request.project` and `request.access`, then checks the view's scope.
+
+    A view declares what it needs with `required_scopes` (method -> scope) and may set
+    `project_scoped = False`, `personal_keys_only` or `integration_keys_only`.
+    """
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        key = request.auth
+        if not isinstance(key, KeyRecord):
+            raise Unauthenticated()
+        if getattr(view, "personal_keys_only", False) and not key.is_personal:
+            raise Forbidden("Only personal keys may call this endpoint.")
+        if getattr(view, "integration_keys_only", False) and key.is_personal:
+            raise Forbidden("Personal keys must use prepare and execute for this action.")
+        if not getattr(view, "project_scoped", True):
+            return True
+        project = project_get(project_id=selected_project_id(request, key))
+        access = access_resolve(key=key, project=project) if project is not None else None
+        if access is None:
+            raise Forbidden()
+        request.project = project
+        request.access = access
+        scope = view.required_scope(request.method) if hasattr(view, "required_scope") else None
+        if scope is not None and not access.allows(scope):
+            raise Forbidden(f"This key lacks the `{scope}` scope for this action.")
+        return True

@@ -1,0 +1,35 @@
+"""The Celery app, its queues and the beat schedule: every periodic task is listed here."""
+
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+app = Celery("sendrealm")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+
+
+class Queues:
+    """Queue names; a task names its queue through the routes below."""
+
+    DEFAULT = "default"
+    EVENTS = "events"
+
+
+app.conf.task_default_queue = Queues.DEFAULT
+app.conf.task_queues = [Queue(Queues.DEFAULT), Queue(Queues.EVENTS)]
+app.conf.task_routes = {"events.*": {"queue": Queues.EVENTS}}
+
+# Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
+# backlog of sweeps never piles up behind a slow worker.
+app.conf.beat_schedule = {
+    "preparedactions.expire": {
+        "task": "preparedactions.expire",
+        "schedule": 60.0,
+        "options": {"expires": 50},
+    },
+}
+
+app.autodiscover_tasks()

@@ -1,0 +1,24 @@
+"""The test suite: PostgreSQL and Redis on 127.0.0.1 unless the environment says otherwise."""
+
+from config.settings.base import *  # noqa: F403
+from config.settings.base import env
+
+DATABASES = {
+    "default": env.db(
+        "DATABASE_URL", default="postgres://postgres:postgres@127.0.0.1:5432/sendrealm"
+    )
+}
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default="") or None}
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env.str("CACHE_URL", default="redis://127.0.0.1:6379/0"),
+        "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="test"),
+    }
+}
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/1")
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+LOGGING["root"]["level"] = "WARNING"

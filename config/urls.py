@@ -1,0 +1,21 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+
+from config.api.exceptions import not_found_view
+from config.api.health import HealthView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("health", HealthView.as_view(), name="health"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
+    path("", include("tenancy.api.urls")),
+    path("", include("contacts.api.urls")),
+    path("", include("events.api.urls")),
+    # Every other path: the 404 envelope, whatever the method.
+    re_path(r"^.*$", not_found_view),
+]
+
+handler404 = "config.api.exceptions.not_found_view"
+handler500 = "config.api.exceptions.server_error_view"

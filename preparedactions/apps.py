@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PreparedActionsConfig(AppConfig):
+    name = "preparedactions"
+    verbose_name = "Prepared actions"

@@ -1,0 +1,46 @@
+"""Operations that can be prepared and executed. Each app registers its own at start-up."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tenancy.access import Access
+from tenancy.models import Project
+
+EffectsFn = Callable[..., dict[str, Any]]
+ExecuteFn = Callable[..., tuple[int, Any]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """`effects(project=, resource_id=, access=)` describes what execution would change
+    (raising NotFound for an unknown resource); `execute(project=, resource_id=, access=,
+    prepared=)` does it inside the executing transaction and returns (status, data)."""
+
+    name: str
+    scope: str
+    effects: EffectsFn
+    execute: ExecuteFn
+    lifecycle: bool = True
+
+
+_operations: dict[str, Operation] = {}
+
+
+def register(operation: Operation) -> Operation:
+    _operations[operation.name] = operation
+    return operation
+
+
+def unregister(name: str) -> None:
+    _operations.pop(name, None)
+
+
+def operation_get(name: str) -> Operation | None:
+    return _operations.get(name)
+
+
+def describe(
+    operation: Operation, *, project: Project, resource_id: str, access: Access
+) -> dict[str, Any]:
+    return operation.effects(project=project, resource_id=resource_id, access=access)

@@ -1,0 +1,116 @@
+"""Staff console for teams, projects, members and keys."""
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from tenancy.models import ApiKey, Membership, Project, ProjectGrant, Team
+from tenancy.services import api_key_create, api_key_forget, api_key_revoke, project_forget
+
+
+class ProjectInline(admin.TabularInline):
+    model = Project
+    extra = 0
+    fields = ["name", "id"]
+    readonly_fields = ["id"]
+    show_change_link = True
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    raw_id_fields = ["user"]
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ["name", "id", "messaging_rollout", "created_at"]
+    list_filter = ["messaging_rollout"]
+    search_fields = ["name", "id"]
+    inlines = [ProjectInline, MembershipInline]
+
+    def save_model(self, request: HttpRequest, obj: Team, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        for project in obj.projects.all():
+            project_forget(project=project)
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "id", "team", "email_normalization", "created_at"]
+    list_select_related = ["team"]
+    search_fields = ["name", "id", "team__name"]
+    raw_id_fields = ["team"]
+
+    def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        project_forget(project=obj)
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "team", "role", "created_at"]
+    list_filter = ["role"]
+    list_select_related = ["user", "team"]
+    raw_id_fields = ["user", "team"]
+
+
+class ProjectGrantInline(admin.TabularInline):
+    model = ProjectGrant
+    extra = 0
+    raw_id_fields = ["project"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "prefix",
+        "kind",
+        "permission",
+        "team",
+        "project",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["kind", "permission", ("revoked_at", admin.EmptyFieldListFilter)]
+    list_select_related = ["team", "project"]
+    search_fields = ["name", "prefix"]
+    raw_id_fields = ["team", "project", "user"]
+    filter_horizontal = ["projects"]
+    readonly_fields = ["prefix", "secret_hash", "last_used_at", "revoked_at", "created_at"]
+    inlines = [ProjectGrantInline]
+    actions = ["revoke_keys"]
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            api_key_forget(api_key=obj)
+            return
+        # A new key gets its secret from the service and shows it exactly once.
+        key, secret = api_key_create(
+            team=obj.team,
+            kind=obj.kind,
+            name=obj.name,
+            project=obj.project,
+            all_projects=obj.all_projects,
+            user=obj.user,
+            scopes=obj.scopes or [],
+            permission=obj.permission,
+        )
+        obj.pk = key.pk
+        obj.__dict__.update({f.attname: getattr(key, f.attname) for f in key._meta.concrete_fields})
+        obj._state.adding = False
+        messages.warning(request, f"Copy the secret now, it is not shown again: {secret}")
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        api_key_forget(api_key=form.instance)
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        for key in queryset:
+            api_key_revoke(api_key=key)
+        self.message_user(request, f"Revoked {queryset.count()} keys.")

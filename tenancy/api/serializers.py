@@ -1,0 +1,67 @@
+from email.utils import parseaddr
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from config.api.serializers import StrictSerializer
+from tenancy.models import EmailNormalization, Project
+
+
+class PoliciesSerializer(serializers.Serializer):
+    event_payload_limit_bytes = serializers.IntegerField(min_value=1024, max_value=1048576)
+    event_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
+    run_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
+    wait_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
+    prepared_action_ttl_seconds = serializers.IntegerField(min_value=1, max_value=86400)
+    email_normalization = serializers.ChoiceField(choices=EmailNormalization.choices)
+    default_from = serializers.CharField(allow_null=True, allow_blank=False, max_length=320)
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        data["default_from"] = data["default_from"] or None
+        return data
+
+
+class PoliciesInputSerializer(StrictSerializer, PoliciesSerializer):
+    def validate_default_from(self, value: str | None) -> str | None:
+        if value is None:
+            return None
+        _, address = parseaddr(value)
+        try:
+            validate_email(address)
+        except DjangoValidationError:
+            raise serializers.ValidationError(
+                "Must be an address, optionally with a name: `Name <a@b.c>`."
+            ) from None
+        return value
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.required = False
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    team_id = serializers.UUIDField()
+    policies = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = ["id", "name", "team_id", "policies", "created_at", "updated_at"]
+
+    @extend_schema_field(PoliciesSerializer)
+    def get_policies(self, project: Project) -> dict[str, Any]:
+        return PoliciesSerializer(project).data  # type: ignore[return-value]
+
+
+class ProjectUpdateSerializer(StrictSerializer):
+    name = serializers.CharField(min_length=1, max_length=200, required=False)
+    policies = PoliciesInputSerializer(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("Give `name` or `policies`.")
+        return attrs

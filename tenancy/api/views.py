@@ -1,0 +1,35 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.errors import Forbidden
+from config.api.views import ProjectView
+from tenancy.api.serializers import ProjectSerializer, ProjectUpdateSerializer
+from tenancy.services import project_update
+
+
+class ProjectDetailView(ProjectView):
+    """The project the request acts on, and its policies."""
+
+    @extend_schema(responses={200: ProjectSerializer}, operation_id="project_retrieve")
+    def get(self, request: Request) -> Response:
+        return Response(ProjectSerializer(self.project).data)
+
+    @extend_schema(
+        request=ProjectUpdateSerializer,
+        responses={200: ProjectSerializer},
+        operation_id="project_update",
+    )
+    def patch(self, request: Request) -> Response:
+        if not self.access.may_manage_project:
+            raise Forbidden(
+                "Changing project settings needs full access or the owner or admin role."
+            )
+        body = ProjectUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        project = project_update(
+            project=self.project,
+            name=body.validated_data.get("name"),
+            policies=body.validated_data.get("policies", {}),
+        )
+        return Response(ProjectSerializer(project).data)

@@ -1,0 +1,167 @@
+"""Teams, their projects and members, and the API keys that act on them."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Role(models.TextChoices):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+
+class Permission(models.TextChoices):
+    FULL_ACCESS = "full_access"
+    SENDING_ACCESS = "sending_access"
+    READ_ONLY = "read_only"
+
+
+class Scope(models.TextChoices):
+    RESOURCES_READ = "resources.read"
+    RESOURCES_WRITE = "resources.write"
+    EVENTS_WRITE = "events.write"
+    MESSAGES_SEND = "messages.send"
+    AUTOMATIONS_MANAGE = "automations.manage"
+    IMPORTS_MANAGE = "imports.manage"
+
+
+class KeyKind(models.TextChoices):
+    PROJECT = "project"
+    TEAM = "team"
+    PERSONAL = "personal"
+
+
+class EmailNormalization(models.TextChoices):
+    PLAIN = "plain"
+    GMAIL = "gmail"
+
+
+class Team(models.Model):
+    """A customer account: it owns projects and has members."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    messaging_rollout = models.BooleanField(
+        default=False, help_text="Lets personal keys run lifecycle actions (prepare/execute)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Project(models.Model):
+    """An isolated workspace of a team; every resource belongs to exactly one project."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="projects")
+    name = models.CharField(max_length=200)
+
+    # Policies (CONTRACT section 10); `PATCH /project` changes them.
+    event_payload_limit_bytes = models.PositiveIntegerField(default=65536)
+    event_retention_days = models.PositiveIntegerField(default=90)
+    run_retention_days = models.PositiveIntegerField(default=90)
+    wait_retention_days = models.PositiveIntegerField(default=90)
+    prepared_action_ttl_seconds = models.PositiveIntegerField(default=900)
+    email_normalization = models.CharField(
+        max_length=16, choices=EmailNormalization.choices, default=EmailNormalization.PLAIN
+    )
+    default_from = models.CharField(max_length=320, blank=True, default="")
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A user's role in a team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="membership_one_per_team_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class ApiKey(models.Model):
+    """A bearer key. Only a hash of the secret is kept; `prefix` is shown to recognise it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=KeyKind.choices)
+    prefix = models.CharField(max_length=24)
+    secret_hash = models.CharField(max_length=64, unique=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_keys")
+    # Project key: its one project. Team key: its default project.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="api_keys"
+    )
+    # Team key: every project of the team, or only `projects`.
+    all_projects = models.BooleanField(default=False)
+    projects = models.ManyToManyField(Project, blank=True, related_name="team_keys")
+    # Personal key: the user it acts for, and its scopes.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="api_keys",
+    )
+    scopes = models.JSONField(default=list, blank=True)
+    permission = models.CharField(
+        max_length=16, choices=Permission.choices, default=Permission.FULL_ACCESS
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(kind="project") | models.Q(project__isnull=False),
+                name="api_key_project_key_has_project",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(kind="personal") | models.Q(user__isnull=False),
+                name="api_key_personal_key_has_user",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_personal(self) -> bool:
+        return self.kind == KeyKind.PERSONAL
+
+
+class ProjectGrant(models.Model):
+    """A personal key's saved grant on one project: the scopes it may use there."""
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="grants")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="grants")
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["api_key", "project"], name="grant_one_per_key_project")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.api_key} on {self.project}"

@@ -1,0 +1,86 @@
+"""Reads of teams, projects and keys."""
+
+from django.core.cache import cache
+from django.db.models import QuerySet
+
+from tenancy.access import PERMISSION_SCOPES, ROLE_SCOPES, Access, KeyRecord, hash_secret
+from tenancy.models import ApiKey, Membership, Project, ProjectGrant
+
+KEY_CACHE_SECONDS = 60
+PROJECT_CACHE_SECONDS = 60
+
+
+def key_cache_name(secret_hash: str) -> str:
+    return f"apikey:{secret_hash}"
+
+
+def project_cache_name(project_id: str) -> str:
+    return f"project:{project_id}"
+
+
+def api_key_record_get(*, secret: str) -> KeyRecord | None:
+    """The key for a presented secret, from the cache or the database; None if unknown."""
+    secret_hash = hash_secret(secret)
+    name = key_cache_name(secret_hash)
+    record: KeyRecord | None = cache.get(name)
+    if record is not None:
+        return record
+    key = ApiKey.objects.filter(secret_hash=secret_hash).prefetch_related("projects").first()
+    if key is None:
+        return None
+    record = KeyRecord(
+        id=str(key.id),
+        kind=key.kind,
+        team_id=str(key.team_id),
+        project_id=str(key.project_id) if key.project_id else None,
+        all_projects=key.all_projects,
+        project_ids=frozenset(str(p.id) for p in key.projects.all()),
+        user_id=key.user_id,
+        scopes=frozenset(key.scopes or []),
+        permission=key.permission,
+        revoked=key.revoked_at is not None,
+    )
+    cache.set(name, record, KEY_CACHE_SECONDS)
+    return record
+
+
+def project_get(*, project_id: str) -> Project | None:
+    """A project by id, cached; policy changes clear the cache entry."""
+    name = project_cache_name(project_id)
+    project: Project | None = cache.get(name)
+    if project is None:
+        project = Project.objects.filter(id=project_id).select_related("team").first()
+        if project is not None:
+            cache.set(name, project, PROJECT_CACHE_SECONDS)
+    return project
+
+
+def access_resolve(*, key: KeyRecord, project: Project) -> Access | None:
+    """The scopes `key` holds in `project`, or None when it cannot reach the project at all."""
+    project_id = str(project.id)
+    permission_scopes = PERMISSION_SCOPES[key.permission]
+    if key.kind == "project":
+        if key.project_id != project_id:
+            return None
+        return Access(key=key, project_id=project_id, scopes=permission_scopes, role=None)
+    if str(project.team_id) != key.team_id:
+        return None
+    if key.kind == "team":
+        if not key.all_projects and project_id not in key.project_ids:
+            return None
+        return Access(key=key, project_id=project_id, scopes=permission_scopes, role=None)
+    # Personal key: the lesser of its scopes, its saved grant and the user's current role.
+    grant = ProjectGrant.objects.filter(api_key_id=key.id, project_id=project_id).first()
+    role = (
+        Membership.objects.filter(team_id=project.team_id, user_id=key.user_id)
+        .values_list("role", flat=True)
+        .first()
+    )
+    if grant is None or role is None:
+        return None
+    scopes = key.scopes & frozenset(grant.scopes) & ROLE_SCOPES[role] & permission_scopes
+    return Access(key=key, project_id=project_id, scopes=scopes, role=role)
+
+
+def api_key_list(*, team_id: str) -> QuerySet[ApiKey]:
+    return ApiKey.objects.filter(team_id=team_id).select_related("project", "user")

@@ -1,0 +1,115 @@
+"""Writes of teams, projects, members and keys."""
+
+import secrets
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
+from django.db import transaction
+
+from config import clock
+from tenancy.access import ALL_SCOPES, INTEGRATION_PREFIX, PERSONAL_PREFIX, hash_secret
+from tenancy.models import ApiKey, KeyKind, Permission, Project, ProjectGrant, Team
+from tenancy.selectors import key_cache_name, project_cache_name
+
+VISIBLE_PREFIX_CHARS = 8
+
+
+def _new_secret(kind: str) -> str:
+    head = PERSONAL_PREFIX if kind == KeyKind.PERSONAL else INTEGRATION_PREFIX
+    return head + secrets.token_urlsafe(32)
+
+
+@transaction.atomic
+def api_key_create(
+    *,
+    team: Team,
+    kind: str,
+    name: str,
+    project: Project | None = None,
+    projects: Iterable[Project] = (),
+    all_projects: bool = False,
+    user: AbstractBaseUser | None = None,
+    scopes: Iterable[str] = (),
+    permission: str = Permission.FULL_ACCESS,
+    grants: Mapping[Project, Iterable[str]] | None = None,
+) -> tuple[ApiKey, str]:
+    """Creates a key and returns it with its secret, which is never available again."""
+    secret = _new_secret(kind)
+    head = PERSONAL_PREFIX if kind == KeyKind.PERSONAL else INTEGRATION_PREFIX
+    key = ApiKey.objects.create(
+        team=team,
+        kind=kind,
+        name=name,
+        prefix=secret[: len(head) + VISIBLE_PREFIX_CHARS],
+        secret_hash=hash_secret(secret),
+        project=project,
+        all_projects=all_projects,
+        user=user,  # type: ignore[misc]
+        scopes=sorted(set(scopes) & ALL_SCOPES) if kind == KeyKind.PERSONAL else [],
+        permission=permission,
+    )
+    if kind == KeyKind.TEAM and not all_projects:
+        key.projects.set(list(projects))
+    for granted_project, granted_scopes in (grants or {}).items():
+        ProjectGrant.objects.create(
+            api_key=key, project=granted_project, scopes=sorted(set(granted_scopes) & ALL_SCOPES)
+        )
+    return key, secret
+
+
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+    """Revokes a key; it stops working at once on every server."""
+    ApiKey.objects.filter(id=api_key.id, revoked_at__isnull=True).update(revoked_at=clock.now())
+    cache.delete(key_cache_name(api_key.secret_hash))
+    api_key.refresh_from_db(fields=["revoked_at"])
+    return api_key
+
+
+def api_key_forget(*, api_key: ApiKey) -> None:
+    """Drops a key's cached record after its grants or projects change."""
+    cache.delete(key_cache_name(api_key.secret_hash))
+
+
+def api_key_touch(*, key_id: str) -> None:
+    """Records use of a key, at most once a minute per key so the hot path stays read-only."""
+    if cache.add(f"apikey-used:{key_id}", 1, 60):
+        ApiKey.objects.filter(id=key_id).update(last_used_at=clock.now())
+
+
+def project_forget(*, project: Project) -> None:
+    cache.delete(project_cache_name(str(project.id)))
+
+
+def _forget_now_and_on_commit(project: Project) -> None:
+    # Now, for reads in this transaction; again after commit, in case another request
+    # cached the old row in between.
+    project_forget(project=project)
+    transaction.on_commit(lambda: project_forget(project=project))
+
+
+def project_update(
+    *, project: Project, name: str | None = None, policies: Mapping[str, Any]
+) -> Project:
+    """Changes the project's name and policies (already validated)."""
+    fields = []
+    if name is not None:
+        project.name = name
+        fields.append("name")
+    for policy, value in policies.items():
+        setattr(project, policy, "" if policy == "default_from" and value is None else value)
+        fields.append(policy)
+    if fields:
+        project.save(update_fields=[*fields, "updated_at"])
+        _forget_now_and_on_commit(project)
+    return project
+
+
+def team_set_rollout(*, team: Team, enabled: bool) -> Team:
+    """Turns the `messaging_rollout` flag on or off for a team."""
+    team.messaging_rollout = enabled
+    team.save(update_fields=["messaging_rollout", "updated_at"])
+    for project in team.projects.all():
+        _forget_now_and_on_commit(project)
+    return team

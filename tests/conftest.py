@@ -1,0 +1,168 @@
+"""Personas, keys, the API client and the controllable clock shared by every test."""
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from config import clock as service_clock
+from tenancy.access import ALL_SCOPES
+from tenancy.models import KeyKind, Permission, Project, Role, Team
+from tenancy.services import api_key_create
+from tests.factories import MembershipFactory, ProjectFactory, TeamFactory, UserFactory
+
+
+class Api:
+    """The DRF test client with the key and project header as arguments."""
+
+    def __init__(self) -> None:
+        self.client = APIClient()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        key: str | None = None,
+        project: Any = None,
+        raw: str | bytes | None = None,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> Any:
+        all_headers: dict[str, str] = dict(headers or {})
+        if key is not None:
+            all_headers["Authorization"] = f"Bearer {key}"
+        if project is not None:
+            all_headers["X-Service-Project-Id"] = str(project)
+        kwargs: dict[str, Any] = {"headers": all_headers, **extra}
+        if raw is not None:
+            kwargs["data"] = raw
+            kwargs["content_type"] = "application/json"
+        elif body is not None:
+            if method.upper() == "GET":
+                kwargs["data"] = body
+            else:
+                kwargs["data"] = json.dumps(body)
+                kwargs["content_type"] = "application/json"
+        return getattr(self.client, method.lower())(path, **kwargs)
+
+    def get(self, path: str, params: Any = None, **kw: Any) -> Any:
+        return self.request("GET", path, params, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> Any:
+        return self.request("POST", path, body, **kw)
+
+    def patch(self, path: str, body: Any = None, **kw: Any) -> Any:
+        return self.request("PATCH", path, body, **kw)
+
+    def put(self, path: str, body: Any = None, **kw: Any) -> Any:
+        return self.request("PUT", path, body, **kw)
+
+    def delete(self, path: str, body: Any = None, **kw: Any) -> Any:
+        return self.request("DELETE", path, body, **kw)
+
+
+@pytest.fixture
+def api() -> Api:
+    return Api()
+
+
+@dataclass
+class World:
+    """A team with two projects, its members by role, a foreign team, and keys of each kind."""
+
+    team: Team
+    project: Project
+    other_project: Project
+    foreign_project: Project
+    users: dict[str, Any] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+
+
+@pytest.fixture
+def world(db: Any) -> World:
+    team = TeamFactory(messaging_rollout=True)
+    project = ProjectFactory(team=team, name="Main")
+    other_project = ProjectFactory(team=team, name="Second")
+    foreign_project = ProjectFactory(name="Foreign")
+    w = World(
+        team=team, project=project, other_project=other_project, foreign_project=foreign_project
+    )
+
+    def key(**kwargs: Any) -> str:
+        kwargs.setdefault("team", team)
+        return api_key_create(name="test key", **kwargs)[1]
+
+    for role in (Role.OWNER, Role.ADMIN, Role.MEMBER, Role.VIEWER):
+        user = UserFactory(username=f"{role}@example.com")
+        MembershipFactory(team=team, user=user, role=role)
+        w.users[role] = user
+        w.keys[f"personal_{role}"] = key(
+            kind=KeyKind.PERSONAL,
+            user=user,
+            scopes=ALL_SCOPES,
+            grants={project: ALL_SCOPES, other_project: ALL_SCOPES},
+        )
+    outsider = UserFactory(username="outsider@example.com")
+    MembershipFactory(team=foreign_project.team, user=outsider, role=Role.OWNER)
+    w.users["outsider"] = outsider
+    w.keys["personal_outsider"] = key(
+        team=foreign_project.team,
+        kind=KeyKind.PERSONAL,
+        user=outsider,
+        scopes=ALL_SCOPES,
+        grants={foreign_project: ALL_SCOPES},
+    )
+    w.keys["project"] = key(kind=KeyKind.PROJECT, project=project)
+    w.keys["read_only"] = key(
+        kind=KeyKind.PROJECT, project=project, permission=Permission.READ_ONLY
+    )
+    w.keys["sending"] = key(
+        kind=KeyKind.PROJECT, project=project, permission=Permission.SENDING_ACCESS
+    )
+    w.keys["other_project"] = key(kind=KeyKind.PROJECT, project=other_project)
+    w.keys["team"] = key(kind=KeyKind.TEAM, project=project, all_projects=True)
+    w.keys["team_selected"] = key(kind=KeyKind.TEAM, project=project, projects=[project])
+    w.keys["foreign"] = key(
+        team=foreign_project.team, kind=KeyKind.PROJECT, project=foreign_project
+    )
+    return w
+
+
+class Clock:
+    """A service clock that only moves when the test moves it."""
+
+    def __init__(self, start: dt.datetime) -> None:
+        self.current = start
+
+    def __call__(self) -> dt.datetime:
+        return self.current
+
+    def set(self, moment: dt.datetime) -> None:
+        self.current = moment
+
+    def advance(self, **delta: float) -> dt.datetime:
+        self.current += dt.timedelta(**delta)
+        return self.current
+
+
+@pytest.fixture
+def clock() -> Iterator[Clock]:
+    fake = Clock(dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC))
+    service_clock.set_source(fake)
+    yield fake
+    service_clock.set_source(None)
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache() -> Iterator[None]:
+    """Keys and projects are cached in Redis; each test starts with none of them cached."""
+    cache.clear()
+    yield
+    cache.clear()
