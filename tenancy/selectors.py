@@ -84,3 +84,16 @@ def access_resolve(*, key: KeyRecord, project: Project) -> Access | None:
 
 def api_key_list(*, team_id: str) -> QuerySet[ApiKey]:
     return ApiKey.objects.filter(team_id=team_id).select_related("project", "user")
+
+
+def project_list_for_key(*, key: KeyRecord) -> QuerySet[Project]:
+    """Every project a key can reach (account discovery)."""
+    projects = Project.objects.filter(team_id=key.team_id).select_related("team")
+    if key.kind == "project":
+        return projects.filter(id=key.project_id)
+    if key.kind == "team":
+        return projects if key.all_projects else projects.filter(id__in=key.project_ids)
+    return projects.filter(
+        grants__api_key_id=key.id,
+        team__memberships__user_id=key.user_id,
+    )

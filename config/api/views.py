@@ -13,10 +13,13 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 class ProjectView(APIView):
     """A project-scoped endpoint. Subclasses name the scope each method needs.
 
-    `read_scope` applies to GET/HEAD, `write_scope` to every other method; a method can be
+    `project_scoped = False` serves calls outside any project (discovery); `paginated`
+    marks list endpoints for the schema. `read_scope` applies to GET/HEAD, `write_scope` to every other method; a method can be
     overridden individually through `method_scopes`.
     """
 
+    project_scoped: ClassVar[bool] = True
+    paginated: ClassVar[bool] = False
     read_scope: ClassVar[str | None] = Scope.RESOURCES_READ
     write_scope: ClassVar[str | None] = Scope.RESOURCES_WRITE
     method_scopes: ClassVar[dict[str, str]] = {}

@@ -1,7 +1,8 @@
 from django.urls import path
 
-from tenancy.api.views import ProjectDetailView
+from tenancy.api.views import ProjectDetailView, ProjectListView
 
 urlpatterns = [
     path("project", ProjectDetailView.as_view(), name="project-detail"),
+    path("projects", ProjectListView.as_view(), name="project-list"),
 ]

@@ -5,7 +5,21 @@ from rest_framework.response import Response
 from config.api.errors import Forbidden
 from config.api.views import ProjectView
 from tenancy.api.serializers import ProjectSerializer, ProjectUpdateSerializer
+from config.api.pagination import paginate
+from tenancy.selectors import project_list_for_key
 from tenancy.services import project_update
+
+
+class ProjectListView(ProjectView):
+    """Account discovery: the projects this key can reach."""
+
+    project_scoped = False
+    paginated = True
+
+    @extend_schema(responses={200: ProjectSerializer(many=True)}, operation_id="projects_list")
+    def get(self, request: Request) -> Response:
+        projects = project_list_for_key(key=request.auth)
+        return paginate(request, projects, lambda rows: ProjectSerializer(rows, many=True).data)
 
 
 class ProjectDetailView(ProjectView):

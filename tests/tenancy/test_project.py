@@ -21,3 +21,11 @@ def test_patch_project_changes_a_policy(api, world):
     assert response.json()["data"]["policies"]["prepared_action_ttl_seconds"] == 60
     again = api.get("/project", key=world.keys["project"])
     assert again.json()["data"]["policies"]["prepared_action_ttl_seconds"] == 60
+
+
+def test_projects_lists_what_a_team_key_reaches(api, world):
+    response = api.get("/projects", key=world.keys["team"])
+    assert response.status_code == 200
+    body = response.json()
+    assert {p["id"] for p in body["data"]} == {str(world.project.id), str(world.other_project.id)}
+    assert body["metadata"]["total"] == 2
