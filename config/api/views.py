@@ -14,8 +14,8 @@ class ProjectView(APIView):
     """A project-scoped endpoint. Subclasses name the scope each method needs.
 
     `project_scoped = False` serves calls outside any project (discovery); `paginated`
-    marks list endpoints for the schema. `read_scope` applies to GET/HEAD, `write_scope` to every other method; a method can be
-    overridden individually through `method_scopes`.
+    marks list endpoints for the schema. `read_scope` applies to GET/HEAD, `write_scope` to
+    every other method; `method_scopes` overrides a single method.
     """
 
     project_scoped: ClassVar[bool] = True
