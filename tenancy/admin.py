@@ -109,8 +109,21 @@ class ApiKeyAdmin(admin.ModelAdmin):
         super().save_related(request, form, formsets, change)
         api_key_forget(api_key=form.instance)
 
+    def delete_model(self, request: HttpRequest, obj: ApiKey) -> None:
+        super().delete_model(request, obj)
+        api_key_forget(api_key=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        keys = list(queryset)
+        super().delete_queryset(request, queryset)
+        # A deleted key must stop working now, not when its cached record runs out.
+        for key in keys:
+            api_key_forget(api_key=key)
+
     @admin.action(description="Revoke the selected keys")
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        for key in queryset:
+        revoked = 0
+        for key in queryset.filter(revoked_at__isnull=True):
             api_key_revoke(api_key=key)
-        self.message_user(request, f"Revoked {queryset.count()} keys.")
+            revoked += 1
+        self.message_user(request, f"Revoked {revoked} keys.", messages.SUCCESS)

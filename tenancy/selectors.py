@@ -1,10 +1,12 @@
 """Reads of teams, projects and keys."""
 
+import uuid
+
 from django.core.cache import cache
 from django.db.models import QuerySet
 
 from tenancy.access import PERMISSION_SCOPES, ROLE_SCOPES, Access, KeyRecord, hash_secret
-from tenancy.models import ApiKey, Membership, Project, ProjectGrant
+from tenancy.models import ApiKey, KeyKind, Membership, Project, ProjectGrant
 
 KEY_CACHE_SECONDS = 60
 PROJECT_CACHE_SECONDS = 60
@@ -59,18 +61,20 @@ def access_resolve(*, key: KeyRecord, project: Project) -> Access | None:
     """The scopes `key` holds in `project`, or None when it cannot reach the project at all."""
     project_id = str(project.id)
     permission_scopes = PERMISSION_SCOPES[key.permission]
-    if key.kind == "project":
+    if key.kind == KeyKind.PROJECT:
         if key.project_id != project_id:
             return None
         return Access(key=key, project_id=project_id, scopes=permission_scopes, role=None)
     if str(project.team_id) != key.team_id:
         return None
-    if key.kind == "team":
+    if key.kind == KeyKind.TEAM:
         if not key.all_projects and project_id not in key.project_ids:
             return None
         return Access(key=key, project_id=project_id, scopes=permission_scopes, role=None)
     # Personal key: the lesser of its scopes, its saved grant and the user's current role.
-    grant = ProjectGrant.objects.filter(api_key_id=key.id, project_id=project_id).first()
+    if key.user_id is None:
+        return None
+    grant = ProjectGrant.objects.filter(api_key_id=uuid.UUID(key.id), project_id=project.id).first()
     role = (
         Membership.objects.filter(team_id=project.team_id, user_id=key.user_id)
         .values_list("role", flat=True)
@@ -89,11 +93,13 @@ def api_key_list(*, team_id: str) -> QuerySet[ApiKey]:
 def project_list_for_key(*, key: KeyRecord) -> QuerySet[Project]:
     """Every project a key can reach (account discovery)."""
     projects = Project.objects.filter(team_id=key.team_id).select_related("team")
-    if key.kind == "project":
-        return projects.filter(id=key.project_id)
-    if key.kind == "team":
+    if key.kind == KeyKind.PROJECT:
+        return projects.filter(id=key.project_id) if key.project_id else projects.none()
+    if key.kind == KeyKind.TEAM:
         return projects if key.all_projects else projects.filter(id__in=key.project_ids)
+    if key.user_id is None:
+        return projects.none()
     return projects.filter(
-        grants__api_key_id=key.id,
+        grants__api_key_id=uuid.UUID(key.id),
         team__memberships__user_id=key.user_id,
     )

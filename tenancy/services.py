@@ -62,14 +62,17 @@ def api_key_create(
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
     """Revokes a key; it stops working at once on every server."""
     ApiKey.objects.filter(id=api_key.id, revoked_at__isnull=True).update(revoked_at=clock.now())
-    cache.delete(key_cache_name(api_key.secret_hash))
+    api_key_forget(api_key=api_key)
     api_key.refresh_from_db(fields=["revoked_at"])
     return api_key
 
 
 def api_key_forget(*, api_key: ApiKey) -> None:
-    """Drops a key's cached record after its grants or projects change."""
-    cache.delete(key_cache_name(api_key.secret_hash))
+    """Drops a key's cached record after it is revoked, deleted or its projects change."""
+    name = key_cache_name(api_key.secret_hash)
+    cache.delete(name)
+    # Again after commit: a request may have cached the old row in between.
+    transaction.on_commit(lambda: cache.delete(name))
 
 
 def api_key_touch(*, key_id: str) -> None:

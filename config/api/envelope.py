@@ -1,5 +1,6 @@
 """The response envelope: `{status, data}` on success, lists add `metadata`."""
 
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework.renderers import JSONRenderer
@@ -13,7 +14,7 @@ class EnvelopeRenderer(JSONRenderer):
         self,
         data: Any,
         accepted_media_type: str | None = None,
-        renderer_context: dict[str, Any] | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         response = (renderer_context or {}).get("response")
         if response is not None and not getattr(response, "enveloped", False):

@@ -3,6 +3,7 @@
 import uuid
 from typing import Any
 
+from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
@@ -42,6 +43,10 @@ class HasProjectAccess(BasePermission):
         key = request.auth
         if not isinstance(key, KeyRecord):
             raise Unauthenticated()
+        # The key is known, so a wrong method is 405 before any project or scope decision.
+        method = (request.method or "").lower()
+        if method not in view.http_method_names or not hasattr(view, method):
+            raise MethodNotAllowed(request.method or "")
         if getattr(view, "personal_keys_only", False) and not key.is_personal:
             raise Forbidden("Only personal keys may call this endpoint.")
         if getattr(view, "integration_keys_only", False) and key.is_personal:
@@ -52,8 +57,8 @@ class HasProjectAccess(BasePermission):
         access = access_resolve(key=key, project=project) if project is not None else None
         if access is None:
             raise Forbidden()
-        request.project = project
-        request.access = access
+        request.project = project  # type: ignore[attr-defined]
+        request.access = access  # type: ignore[attr-defined]
         scope = view.required_scope(request.method) if hasattr(view, "required_scope") else None
         if scope is not None and not access.allows(scope):
             raise Forbidden(f"This key lacks the `{scope}` scope for this action.")

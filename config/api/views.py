@@ -4,7 +4,7 @@ from typing import ClassVar
 
 from rest_framework.views import APIView
 
-from tenancy.access import Access
+from tenancy.access import Access, KeyRecord
 from tenancy.models import Project, Scope
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -30,6 +30,13 @@ class ProjectView(APIView):
         if method == "OPTIONS":
             return None
         return self.read_scope if method in READ_METHODS else self.write_scope
+
+    @property
+    def key(self) -> KeyRecord:
+        """The authenticated key (authentication guarantees one before any handler runs)."""
+        key = self.request.auth
+        assert isinstance(key, KeyRecord)
+        return key
 
     @property
     def project(self) -> Project:

@@ -18,7 +18,7 @@ class ProjectListView(ProjectView):
 
     @extend_schema(responses={200: ProjectSerializer(many=True)}, operation_id="projects_list")
     def get(self, request: Request) -> Response:
-        projects = project_list_for_key(key=request.auth)
+        projects = project_list_for_key(key=self.key)
         return paginate(request, projects, lambda rows: ProjectSerializer(rows, many=True).data)
 
 
