@@ -7,8 +7,10 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.http import Http404, HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
+from rest_framework.views import set_rollback
 
 from config.api.envelope import enveloped, error_body
 from config.api.errors import Issue, ServiceError
@@ -118,14 +120,20 @@ def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Respo
         body = error_body(
             status=500, code="internal_error", message="Something went wrong on our side."
         )
+    # A request that fails leaves nothing half-written, even under ATOMIC_REQUESTS.
+    set_rollback()
     headers = {}
-    if isinstance(exc, drf.Throttled) and exc.wait:
-        headers["Retry-After"] = str(int(exc.wait))
+    if body["status"] == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    wait = getattr(exc, "wait", None)
+    if isinstance(exc, drf.Throttled) and wait:
+        headers["Retry-After"] = str(int(wait))
     return enveloped(body, status=body["status"], headers=headers)
 
 
+@csrf_exempt
 def not_found_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Any path the API does not have, with any method."""
+    """Any path the API does not have, with any method (a POST must not meet CSRF's 403)."""
     return JsonResponse(
         error_body(status=404, code="not_found", message="No such path."), status=404
     )

@@ -3,7 +3,7 @@
 import logging
 
 from django.db import connection
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.envelope import enveloped, error_body
+from config.api.serializers import ErrorEnvelopeSerializer
 from config.celery import app as celery_app
 
 logger = logging.getLogger(__name__)
@@ -28,8 +29,9 @@ def _database_ok() -> bool:
 
 def _broker_ok() -> bool:
     try:
-        with celery_app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
+        # One quick attempt: a health probe must answer fast, not wait out retry intervals.
+        with celery_app.connection_for_write(connect_timeout=2) as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=2)
         return True
     except Exception:
         logger.warning("Health check: broker unreachable", exc_info=True)
@@ -45,7 +47,10 @@ class HealthView(APIView):
         responses={
             200: inline_serializer(
                 "Health", {"database": serializers.CharField(), "broker": serializers.CharField()}
-            )
+            ),
+            503: OpenApiResponse(
+                ErrorEnvelopeSerializer, description="`service_unavailable`: `details` names it."
+            ),
         },
     )
     def get(self, request: Request) -> Response:

@@ -2,7 +2,9 @@
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import Direction
 
 from config.api.serializers import ErrorEnvelopeSerializer, ListMetadataSerializer
 
@@ -16,6 +18,19 @@ COMMON_ERRORS = {
     "500": "Unexpected failure (`internal_error`).",
 }
 
+# What an operation without a key (health, the schema itself) can still answer.
+UNAUTHENTICATED_ERRORS = frozenset({"405", "500"})
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    """Documents `ApiKeyAuthentication` as the bearer scheme every operation uses."""
+
+    target_class = "config.api.authentication.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "description": "sr_… or sr_user_… key"}
+
 
 class EnvelopeAutoSchema(AutoSchema):
     """Wraps each success body in `{status, data}` (lists add `metadata`) and attaches the
@@ -25,6 +40,15 @@ class EnvelopeAutoSchema(AutoSchema):
         "409": "Conflict (`conflict`, `idempotency_conflict`).",
         "422": "Could not be processed (see `error.code`).",
     }
+
+    def get_auth(self) -> list[dict[str, Any]]:
+        # The scheme comes both from the authenticator and from the SECURITY setting;
+        # each requirement is listed once.
+        unique: list[dict[str, Any]] = []
+        for requirement in super().get_auth():
+            if requirement not in unique:
+                unique.append(requirement)
+        return unique
 
     def _envelope(self, schema: dict[str, Any], status: str) -> dict[str, Any]:
         properties: dict[str, Any] = {
@@ -39,10 +63,10 @@ class EnvelopeAutoSchema(AutoSchema):
             required.append("metadata")
         return {"type": "object", "properties": properties, "required": required}
 
-    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:  # type: ignore[override]
-        responses = super()._get_response_bodies(direction)
+    def _get_response_bodies(self, direction: Direction = "response") -> dict[str, Any]:
+        responses: dict[str, Any] = super()._get_response_bodies(direction)
         for status, response in responses.items():
-            if not status.startswith("2"):
+            if not (status.startswith("2") and status.isdigit()):
                 continue
             for media in response.get("content", {}).values():
                 if "schema" in media:
@@ -52,7 +76,7 @@ class EnvelopeAutoSchema(AutoSchema):
         for status, description in {**COMMON_ERRORS, **self.extra_error_codes}.items():
             if status in responses:
                 continue
-            if not authenticated and status in {"401", "403"}:
+            if not authenticated and status not in UNAUTHENTICATED_ERRORS:
                 continue
             responses[status] = {
                 "description": description,

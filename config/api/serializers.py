@@ -1,28 +1,35 @@
 """Serializer building blocks shared by every app."""
 
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework import serializers
 
 
 class StrictSerializer(serializers.Serializer):
-    """Rejects members it does not declare, so a misspelt field is an error, not a no-op."""
+    """Rejects members it does not declare, so a misspelt field is an error, not a no-op.
+
+    Unknown members are reported together with the declared fields' own problems, so one
+    answer lists everything wrong with the body."""
 
     def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {
-                        name: [serializers.ErrorDetail("Unknown member.", code="unknown_member")]
-                        for name in unknown
-                    }
-                )
-        elif data is not None:
+        if data is not None and not isinstance(data, Mapping):
             raise serializers.ValidationError(
                 {"": [serializers.ErrorDetail("Expected a JSON object.", code="invalid_type")]}
             )
-        return super().to_internal_value(data)
+        unknown = {
+            name: [serializers.ErrorDetail("Unknown member.", code="unknown_member")]
+            for name in sorted(set(data or {}) - set(self.fields))
+        }
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **unknown}) from None
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
 
 
 class ErrorIssueSerializer(serializers.Serializer):
