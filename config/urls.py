@@ -12,6 +12,8 @@ urlpatterns = [
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
     path("", include("tenancy.api.urls")),
     path("", include("contacts.api.urls")),
+    path("", include("audiences.api.urls")),
+    path("", include("topics.api.urls")),
     path("", include("events.api.urls")),
     # Every other path: the 404 envelope, whatever the method.
     re_path(r"^.*$", not_found_view),

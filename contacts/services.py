@@ -1,16 +1,33 @@
 """Writes of contacts."""
 
-from typing import Any
+import enum
+import json
+import uuid
+from typing import Any, Literal
 
-from django.db import IntegrityError, transaction
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
-from config.api.errors import Conflict, ValidationFailed
+from audiences.services import memberships_remove_for_contact
+from config import clock
+from config.api.errors import Conflict, NotFound, ValidationFailed
+from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.models import Contact
 from contacts.normalization import normalise_email
 from events.services import emit_system_event
 from tenancy.models import Project
 
 UPSERT_ATTEMPTS = 5
+
+
+class _Missing(enum.Enum):
+    MISSING = "missing"
+
+
+# "Not given" for members where None has a meaning of its own (PATCH clears external_id).
+MISSING = _Missing.MISSING
+Missing = Literal[_Missing.MISSING]
 
 
 def merge_fields(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -24,9 +41,57 @@ def merge_fields(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, 
     return merged
 
 
+def email_normalised(*, project: Project, email: Any, path: str = "email") -> str:
+    """The project's normal form of `email`; a 400 with an issue at `path` when invalid."""
+    if not isinstance(email, str):
+        raise ValidationFailed.at(path, "Must be a string.", code="invalid_type")
+    try:
+        return normalise_email(email, policy=project.email_normalization)
+    except ValueError:
+        raise ValidationFailed.at(
+            path, "Must be a valid email address.", code="invalid_email"
+        ) from None
+
+
+def _check_fields(fields: Any) -> dict[str, Any]:
+    if fields is None:
+        return {}
+    if not isinstance(fields, dict):
+        raise ValidationFailed.at("fields", "Must be a JSON object.", code="invalid_type")
+    return fields
+
+
+def _check_external_id(external_id: Any) -> None:
+    if external_id is not None and (
+        not isinstance(external_id, str) or not 1 <= len(external_id) <= 255
+    ):
+        raise ValidationFailed.at(
+            "external_id", "Must be a string of 1 to 255 characters.", code="invalid"
+        )
+
+
 def _constraint_of(error: IntegrityError) -> str:
     diag = getattr(getattr(error, "__cause__", None), "diag", None)
     return getattr(diag, "constraint_name", None) or str(error)
+
+
+def _conflict_for(error: IntegrityError) -> Conflict:
+    if "external_id" in _constraint_of(error):
+        return ExternalIdTaken()
+    return EmailTaken()
+
+
+def _emit(project: Project, name: str, contact: Contact) -> None:
+    emit_system_event(
+        project=project,
+        name=name,
+        contact=contact,
+        payload={
+            "contact_id": str(contact.id),
+            "email": contact.email,
+            "external_id": contact.external_id,
+        },
+    )
 
 
 def contact_upsert(
@@ -38,54 +103,190 @@ def contact_upsert(
 ) -> tuple[Contact, bool]:
     """The one active contact for `email`, created or updated; returns (contact, created).
 
-    Races on the same address meet at the partial unique index: the loser's insert fails
-    and it retries as an update, so exactly one caller creates.
+    `fields` merges key by key (None removes a key); `external_id` None leaves it as it is.
+    Emits `sendrealm.contact.created` or, when something changed, `sendrealm.contact.updated`
+    in the same transaction. An external id held by another contact is a 409.
     """
+    normalised = email_normalised(project=project, email=email)
+    changes = _check_fields(fields)
+    _check_external_id(external_id)
     try:
-        normalised = normalise_email(email, policy=project.email_normalization)
-    except ValueError:
-        raise ValidationFailed.at(
-            "email", "Must be a valid email address.", code="invalid_email"
-        ) from None
+        if connection.vendor == "postgresql":
+            return _upsert_postgresql(project, normalised, changes, external_id)
+        return _upsert_portable(project, normalised, changes, external_id)
+    except IntegrityError as error:
+        raise _conflict_for(error) from None
+
+
+# One statement: insert, or merge into the active contact the partial unique index finds.
+# The WHERE makes a no-op match write nothing (and return no row); `xmax = 0` is true only
+# for a row this statement inserted.
+_UPSERT_SQL = """
+INSERT INTO contacts_contact
+    (id, project_id, email, external_id, fields, created_at, updated_at, deleted_at)
+VALUES (%(id)s, %(project_id)s, %(email)s, %(external_id)s::varchar, %(set)s::jsonb,
+        %(now)s, %(now)s, NULL)
+ON CONFLICT (project_id, email) WHERE deleted_at IS NULL AND email IS NOT NULL
+DO UPDATE SET
+    fields = (contacts_contact.fields || %(set)s::jsonb) - %(removed)s::text[],
+    external_id = COALESCE(%(external_id)s::varchar, contacts_contact.external_id),
+    updated_at = %(now)s
+WHERE (contacts_contact.fields || %(set)s::jsonb) - %(removed)s::text[]
+        IS DISTINCT FROM contacts_contact.fields
+    OR COALESCE(%(external_id)s::varchar, contacts_contact.external_id)
+        IS DISTINCT FROM contacts_contact.external_id
+RETURNING id, email, external_id, fields, created_at, updated_at, (xmax = 0) AS created
+"""
+
+
+def _upsert_postgresql(
+    project: Project, email: str, changes: dict[str, Any], external_id: str | None
+) -> tuple[Contact, bool]:
+    kept = {key: value for key, value in changes.items() if value is not None}
+    params: dict[str, Any] = {
+        "id": uuid.uuid4(),
+        "project_id": project.id,
+        "email": email,
+        "external_id": external_id,
+        "set": json.dumps(kept, cls=DjangoJSONEncoder),
+        "removed": [key for key, value in changes.items() if value is None],
+        "now": timezone.now(),
+    }
+    for _ in range(UPSERT_ATTEMPTS):
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(_UPSERT_SQL, params)
+                row = cursor.fetchone()
+            if row is None:
+                # Matched, and nothing to change: no write, no event.
+                found = Contact.objects.filter(
+                    project=project, email=email, deleted_at__isnull=True
+                ).first()
+                if found is None:
+                    continue  # Deleted between the two statements: try again.
+                return found, False
+            contact_id, email, external_id, fields, created_at, updated_at, created = row
+            contact = Contact(
+                id=contact_id,
+                project=project,
+                email=email,
+                external_id=external_id,
+                fields=json.loads(fields) if isinstance(fields, str) else fields,
+                created_at=created_at,
+                updated_at=updated_at,
+                deleted_at=None,
+            )
+            contact._state.adding = False
+            contact._state.db = connection.alias
+            _emit(project, "contact.created" if created else "contact.updated", contact)
+            return contact, bool(created)
+    raise Conflict("The contact changed too often to upsert; try again.")
+
+
+def _upsert_portable(
+    project: Project, email: str, changes: dict[str, Any], external_id: str | None
+) -> tuple[Contact, bool]:
+    """Any database: lock the active contact or insert; a lost insert race retries as an
+    update, so exactly one caller creates."""
     for _ in range(UPSERT_ATTEMPTS):
         with transaction.atomic():
             contact = (
                 Contact.objects.select_for_update()
-                .filter(project=project, email=normalised, deleted_at__isnull=True)
+                .filter(project=project, email=email, deleted_at__isnull=True)
                 .first()
             )
             if contact is not None:
                 changed = []
-                if fields:
-                    contact.fields = merge_fields(contact.fields, fields)
+                merged = merge_fields(contact.fields, changes)
+                if merged != contact.fields:
+                    contact.fields = merged
                     changed.append("fields")
                 if external_id is not None and external_id != contact.external_id:
                     contact.external_id = external_id
                     changed.append("external_id")
                 if changed:
-                    try:
-                        with transaction.atomic():
-                            contact.save(update_fields=[*changed, "updated_at"])
-                    except IntegrityError:
-                        raise Conflict("Another contact already has this external_id.") from None
+                    contact.save(update_fields=[*changed, "updated_at"])
+                    _emit(project, "contact.updated", contact)
                 return contact, False
             try:
                 with transaction.atomic():
                     contact = Contact.objects.create(
                         project=project,
-                        email=normalised,
+                        email=email,
                         external_id=external_id,
-                        fields=merge_fields({}, fields or {}),
+                        fields=merge_fields({}, changes),
                     )
             except IntegrityError as error:
                 if "external_id" in _constraint_of(error):
-                    raise Conflict("Another contact already has this external_id.") from None
+                    raise
                 continue  # Another request created it first: take the update path.
-            emit_system_event(
-                project=project,
-                name="contact.created",
-                contact=contact,
-                payload={"contact_id": str(contact.id), "email": contact.email},
-            )
+            _emit(project, "contact.created", contact)
             return contact, True
     raise Conflict("The contact changed too often to upsert; try again.")
+
+
+def contact_update(
+    *,
+    project: Project,
+    contact_id: uuid.UUID | str,
+    email: str | Missing = MISSING,
+    fields: dict[str, Any] | None = None,
+    external_id: str | Missing | None = MISSING,
+) -> Contact:
+    """Changes an active contact: a new email, merged `fields`, a new or cleared external id.
+
+    The row is locked for the read-merge-write, so concurrent updates lose no field. An
+    email or external id held by another active contact is a 409. Emits
+    `sendrealm.contact.updated` when something changed.
+    """
+    normalised = email_normalised(project=project, email=email) if email is not MISSING else None
+    changes = _check_fields(fields)
+    if external_id is not MISSING:
+        _check_external_id(external_id)
+    try:
+        with transaction.atomic():
+            contact = (
+                Contact.objects.select_for_update()
+                .filter(project=project, id=contact_id, deleted_at__isnull=True)
+                .first()
+            )
+            if contact is None:
+                raise NotFound("No such contact.")
+            changed = []
+            if normalised is not None and normalised != contact.email:
+                contact.email = normalised
+                changed.append("email")
+            merged = merge_fields(contact.fields, changes)
+            if merged != contact.fields:
+                contact.fields = merged
+                changed.append("fields")
+            if external_id is not MISSING and external_id != contact.external_id:
+                if external_id is None and not contact.email:
+                    raise ValidationFailed.at(
+                        "external_id", "A contact without an email needs its external_id."
+                    )
+                contact.external_id = external_id
+                changed.append("external_id")
+            if changed:
+                contact.save(update_fields=[*changed, "updated_at"])
+                _emit(project, "contact.updated", contact)
+            return contact
+    except IntegrityError as error:
+        raise _conflict_for(error) from None
+
+
+def contact_delete(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
+    """Soft-deletes an active contact: its email and external id are free again, and it
+    leaves every audience. Its topic subscriptions stay with the deleted row as a record."""
+    with transaction.atomic():
+        contact = (
+            Contact.objects.select_for_update()
+            .filter(project=project, id=contact_id, deleted_at__isnull=True)
+            .first()
+        )
+        if contact is None:
+            raise NotFound("No such contact.")
+        contact.deleted_at = clock.now()
+        contact.save(update_fields=["deleted_at", "updated_at"])
+        memberships_remove_for_contact(contact=contact)
+        return contact

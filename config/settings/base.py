@@ -28,6 +28,8 @@ INSTALLED_APPS = [
     "preparedactions",
     "events",
     "contacts",
+    "audiences",
+    "topics",
 ]
 
 MIDDLEWARE = [

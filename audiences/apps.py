@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AudiencesConfig(AppConfig):
+    name = "audiences"
+    verbose_name = "Audiences"

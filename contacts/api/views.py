@@ -1,0 +1,121 @@
+import uuid
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.errors import NotFound
+from config.api.pagination import paginate
+from config.api.views import ProjectView
+from contacts.api.serializers import (
+    ContactLookupSerializer,
+    ContactSerializer,
+    ContactUpdateSerializer,
+    ContactUpsertResultSerializer,
+    ContactUpsertSerializer,
+)
+from contacts.models import Contact
+from contacts.selectors import contact_get, contact_get_by_external_id, contact_list
+from contacts.services import (
+    MISSING,
+    contact_delete,
+    contact_update,
+    contact_upsert,
+    email_normalised,
+)
+from tenancy.models import Scope
+
+
+class ContactListView(ProjectView):
+    """The project's active contacts, oldest first."""
+
+    paginated = True
+
+    @extend_schema(responses={200: ContactSerializer(many=True)}, operation_id="contacts_list")
+    def get(self, request: Request) -> Response:
+        return paginate(
+            request,
+            contact_list(project=self.project),
+            lambda rows: ContactSerializer(rows, many=True).data,
+        )
+
+
+class ContactUpsertView(ProjectView):
+    """Creates the contact for an email or merges into the active one."""
+
+    @extend_schema(
+        request=ContactUpsertSerializer,
+        responses={201: ContactUpsertResultSerializer, 200: ContactUpsertResultSerializer},
+        operation_id="contacts_upsert",
+    )
+    def post(self, request: Request) -> Response:
+        body = ContactUpsertSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        contact, created = contact_upsert(
+            project=self.project,
+            email=body.validated_data["email"],
+            fields=body.validated_data.get("fields"),
+            external_id=body.validated_data.get("external_id"),
+        )
+        data = {**ContactSerializer(contact).data, "created": created}
+        return Response(data, status=201 if created else 200)
+
+
+class ContactLookupView(ProjectView):
+    """Finds the active contact for an email (or external id) without putting it in a URL."""
+
+    method_scopes = {"POST": Scope.RESOURCES_READ}
+
+    @extend_schema(
+        request=ContactLookupSerializer,
+        responses={200: ContactSerializer(allow_null=True)},
+        operation_id="contacts_lookup",
+    )
+    def post(self, request: Request) -> Response:
+        body = ContactLookupSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        contact: Contact | None
+        if "email" in body.validated_data:
+            email = email_normalised(project=self.project, email=body.validated_data["email"])
+            contact = contact_list(project=self.project).filter(email=email).first()
+        else:
+            contact = contact_get_by_external_id(
+                project=self.project, external_id=body.validated_data["external_id"]
+            )
+        return Response(ContactSerializer(contact).data if contact is not None else None)
+
+
+class ContactDetailView(ProjectView):
+    """One active contact: read, change, soft-delete."""
+
+    def _contact(self, contact_id: uuid.UUID) -> Contact:
+        contact = contact_get(project=self.project, contact_id=contact_id)
+        if contact is None:
+            raise NotFound("No such contact.")
+        return contact
+
+    @extend_schema(responses={200: ContactSerializer}, operation_id="contacts_retrieve")
+    def get(self, request: Request, contact_id: uuid.UUID) -> Response:
+        return Response(ContactSerializer(self._contact(contact_id)).data)
+
+    @extend_schema(
+        request=ContactUpdateSerializer,
+        responses={200: ContactSerializer},
+        operation_id="contacts_update",
+    )
+    def patch(self, request: Request, contact_id: uuid.UUID) -> Response:
+        body = ContactUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        contact = contact_update(
+            project=self.project,
+            contact_id=contact_id,
+            email=body.validated_data.get("email", MISSING),
+            fields=body.validated_data.get("fields"),
+            external_id=body.validated_data.get("external_id", MISSING),
+        )
+        return Response(ContactSerializer(contact).data)
+
+    @extend_schema(responses={200: ContactSerializer}, operation_id="contacts_destroy")
+    def delete(self, request: Request, contact_id: uuid.UUID) -> Response:
+        contact = contact_delete(project=self.project, contact_id=contact_id)
+        return Response(ContactSerializer(contact).data)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TopicsConfig(AppConfig):
+    name = "topics"
+    verbose_name = "Topics"
