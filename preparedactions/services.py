@@ -1,9 +1,11 @@
 """Prepare and execute: expiring preparations, idempotent executions."""
 
 import datetime as dt
+import json
 from typing import Any
 
 from django.db import transaction
+from rest_framework.utils.encoders import JSONEncoder
 
 from config import clock
 from config.api.errors import Conflict, PreparedActionExpired, PreparedActionInvalid
@@ -13,6 +15,11 @@ from tenancy.access import Access
 from tenancy.models import Project
 
 EXPIRE_BATCH = 1000
+
+
+def _as_json(value: Any) -> Any:
+    """`value` as the API renders it (ids and times as strings), ready to store and replay."""
+    return json.loads(json.dumps(value, cls=JSONEncoder))
 
 
 def prepared_action_prepare(
@@ -32,7 +39,7 @@ def prepared_action_prepare(
         resource_id=resource_id,
         api_key_id=access.key.id,
         user_id=access.key.user_id,
-        effects=effects,
+        effects=_as_json(effects),
         expires_at=clock.now() + dt.timedelta(seconds=project.prepared_action_ttl_seconds),
     )
 
@@ -76,7 +83,8 @@ def prepared_action_execute(
     prepared.status = PreparedActionStatus.EXECUTED
     prepared.idempotency_key = idempotency_key
     prepared.result_status = status
-    prepared.result = data
+    # Stored as the client saw it (ids and times as strings), so a replay answers the same.
+    prepared.result = _as_json(data)
     prepared.executed_at = clock.now()
     prepared.save(
         update_fields=["status", "idempotency_key", "result_status", "result", "executed_at"]
