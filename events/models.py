@@ -5,6 +5,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from config import clock
 from tenancy.models import Project
 
 SYSTEM_PREFIX = "sendrealm."
@@ -24,7 +25,7 @@ class EventStatus(models.TextChoices):
 
 
 class Event(models.Model):
-    """One event as received; processing state lives on the row."""
+    """One event as received; processing state lives on the row (the table is the outbox)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events")
@@ -45,11 +46,21 @@ class Event(models.Model):
     status = models.CharField(
         max_length=16, choices=EventStatus.choices, default=EventStatus.ACCEPTED
     )
+    # Claims so far (a worker that dies mid-way also used one), so a poison event that
+    # kills workers still ends in the dead-letter queue.
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # While `processing`: who holds the claim and until when; an expired lease is
+    # claimable again, which is how a killed worker's events still get processed.
+    claim_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
+    # A short machine-readable class of `last_error`, for the dead-letter filter.
+    error_code = models.CharField(max_length=64, blank=True, default="")
     processed_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # Set when the event was counted into the catalog (once, per processed batch).
+    cataloged_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=clock.now, editable=False)
 
     class Meta:
         constraints = [
@@ -66,9 +77,73 @@ class Event(models.Model):
                 condition=models.Q(status__in=["accepted", "failed"]),
                 name="event_due_idx",
             ),
+            # Serves the claim of rows whose worker died: expired leases.
+            models.Index(
+                fields=["lease_expires_at"],
+                condition=models.Q(status="processing"),
+                name="event_lease_idx",
+            ),
+            # Serves the sweep that catalogs processed events a dead worker left uncounted.
+            models.Index(
+                fields=["processed_at"],
+                condition=models.Q(status="processed", cataloged_at__isnull=True),
+                name="event_uncataloged_idx",
+            ),
+            # Serves the dead-letter admin list.
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(status="dead_lettered"),
+                name="event_dead_letter_idx",
+            ),
             # Serves retention deletes and per-project listings.
             models.Index(fields=["project", "created_at", "id"], name="event_project_created_idx"),
         ]
 
     def __str__(self) -> str:
         return f"{self.event} ({self.status})"
+
+
+class DeadLetteredEvent(Event):
+    """The dead-letter queue as the admin shows it: events whose retries ran out."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "dead-lettered event"
+        verbose_name_plural = "dead-letter queue"
+
+
+class EventType(models.Model):
+    """One catalog entry per project, event name and source: what the event looks like."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="event_types")
+    event = models.CharField(max_length=200)
+    source = models.CharField(max_length=16, choices=EventSource.choices)
+    # Field path -> observed type tokens; `schema_hint` is rendered from it.
+    field_types = models.JSONField(default=dict, blank=True)
+    contains_pii = models.BooleanField(default=False)
+    # Field paths that looked personal (by name or by value); never values.
+    pii_fields = models.JSONField(default=list, blank=True)
+    # The latest payload with every value masked; kept for the dashboard, never listed.
+    example_payload = models.JSONField(default=dict, blank=True)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    occurrences_count = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=clock.now, editable=False)
+    updated_at = models.DateTimeField(default=clock.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "event", "source"], name="event_type_one_per_name_source"
+            ),
+        ]
+        indexes = [
+            # Serves the cursor listing of a project's catalog.
+            models.Index(
+                fields=["project", "created_at", "id"], name="event_type_project_created_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} ({self.source})"

@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from events.api.views import EventBatchView, EventIngestView, EventTypeListView
+
+urlpatterns = [
+    path("events", EventIngestView.as_view(), name="events-create"),
+    path("events/batch", EventBatchView.as_view(), name="events-batch"),
+    path("event-types", EventTypeListView.as_view(), name="event-types-list"),
+]

@@ -1,9 +1,12 @@
-"""Writes of events."""
+"""System events: what the platform itself reports under the reserved prefix."""
 
 from typing import Any
 
+from django.db import transaction
+
 from config import clock
 from events.models import SYSTEM_PREFIX, Event, EventSource
+from events.wake import events_wake
 from tenancy.models import Project
 
 
@@ -13,7 +16,7 @@ def emit_system_event(
     """Records a platform event (`sendrealm.<name>`) in the caller's transaction, so it
     exists exactly when the change it reports does. It is processed like any event."""
     now = clock.now()
-    return Event.objects.create(
+    event = Event.objects.create(
         project=project,
         event=f"{SYSTEM_PREFIX}{name}",
         source=EventSource.SYSTEM,
@@ -23,4 +26,7 @@ def emit_system_event(
         payload=payload,
         occurred_at=now,
         next_attempt_at=now,
+        created_at=now,
     )
+    transaction.on_commit(events_wake)
+    return event

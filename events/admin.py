@@ -1,0 +1,165 @@
+"""Staff console: events, the dead-letter queue (with requeue) and the event catalog."""
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.functional import cached_property
+
+from events.models import DeadLetteredEvent, Event, EventStatus, EventType
+from events.services.deadletter import events_requeue
+
+COUNT_CAP = 10_000
+
+
+class CappedCountPaginator(Paginator):
+    """Counts at most COUNT_CAP rows: the events table is too big for COUNT(*)."""
+
+    @cached_property
+    def count(self) -> int:
+        return self.object_list.values("pk")[:COUNT_CAP].count()  # type: ignore[union-attr]
+
+
+_EVENT_FIELDS = [
+    "id",
+    "project",
+    "event",
+    "source",
+    "status",
+    "attempts",
+    "error_code",
+    "last_error",
+    "next_attempt_at",
+    "email",
+    "external_id",
+    "contact_ref",
+    "contact",
+    "payload",
+    "occurred_at",
+    "idempotency_key",
+    "processed_at",
+    "cataloged_at",
+    "lease_expires_at",
+    "created_at",
+]
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ["event", "project", "status", "attempts", "created_at"]
+    list_filter = ["status", "source"]
+    list_select_related = ["project"]
+    search_fields = ["=id", "=idempotency_key", "event"]
+    readonly_fields = _EVENT_FIELDS
+    fields = _EVENT_FIELDS
+    paginator = CappedCountPaginator
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ErrorCodeFilter(admin.SimpleListFilter):
+    title = "error"
+    parameter_name = "error"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        codes = (
+            Event.objects.filter(status=EventStatus.DEAD_LETTERED)
+            .order_by("error_code")
+            .values_list("error_code", flat=True)
+            .distinct()
+        )
+        return [(code, code or "(none)") for code in codes]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(error_code=value)
+
+
+@admin.register(DeadLetteredEvent)
+class DeadLetteredEventAdmin(admin.ModelAdmin):
+    """Events whose retries ran out, with their last error; requeue one or many."""
+
+    list_display = ["event", "project", "error_code", "short_error", "attempts", "created_at"]
+    list_filter = [ErrorCodeFilter, "source"]
+    list_select_related = ["project"]
+    search_fields = ["=id", "last_error", "event"]
+    readonly_fields = _EVENT_FIELDS
+    fields = _EVENT_FIELDS
+    actions = ["requeue"]
+    paginator = CappedCountPaginator
+    show_full_result_count = False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).filter(status=EventStatus.DEAD_LETTERED)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="last error")
+    def short_error(self, obj: Event) -> str:
+        return obj.last_error[:120]
+
+    @admin.action(description="Requeue the selected events")
+    def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        count = events_requeue(ids=queryset.values_list("id", flat=True))
+        self.message_user(request, f"Requeued {count} events.", messages.SUCCESS)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<path:object_id>/requeue/",
+                self.admin_site.admin_view(self.requeue_view),
+                name="events_deadletteredevent_requeue",
+            ),
+            *super().get_urls(),
+        ]
+
+    def requeue_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        count = events_requeue(ids=[object_id])
+        if count:
+            self.message_user(request, "Requeued the event.", messages.SUCCESS)
+        else:
+            self.message_user(request, "The event is no longer dead-lettered.", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:events_deadletteredevent_changelist"))
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        """Every field is read-only; state changes go through requeue only."""
+
+
+@admin.register(EventType)
+class EventTypeAdmin(admin.ModelAdmin):
+    list_display = ["event", "source", "project", "occurrences_count", "contains_pii"]
+    list_filter = ["source", "contains_pii"]
+    list_select_related = ["project"]
+    search_fields = ["event"]
+    readonly_fields = [
+        "id",
+        "project",
+        "event",
+        "source",
+        "field_types",
+        "contains_pii",
+        "pii_fields",
+        "example_payload",
+        "first_seen_at",
+        "last_seen_at",
+        "occurrences_count",
+        "created_at",
+        "updated_at",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

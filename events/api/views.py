@@ -1,0 +1,113 @@
+"""`POST /events`, `POST /events/batch` and `GET /event-types`."""
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.errors import ServiceError, ValidationFailed
+from config.api.pagination import paginate
+from config.api.views import ProjectView
+from events.api.serializers import (
+    EventAcceptedSerializer,
+    EventBatchResultSerializer,
+    EventBatchSerializer,
+    EventSubmissionSerializer,
+    EventTypeSerializer,
+    event_types_data,
+)
+from events.models import EventSource
+from events.selectors import event_type_list
+from events.services.ingest import IngestResult, event_ingest, event_ingest_batch
+from events.validation import EventInput, batch_items_parse, error_object, event_input_parse
+from tenancy.models import Scope
+
+
+class EventIngestView(ProjectView):
+    """Submits one customer event: 202 when new, 200 with `duplicate: true` on a resend."""
+
+    write_scope = Scope.EVENTS_WRITE
+
+    @extend_schema(
+        operation_id="events_create",
+        request=EventSubmissionSerializer,
+        responses={
+            202: EventAcceptedSerializer,
+            200: OpenApiResponse(EventAcceptedSerializer, description="A resent key."),
+            422: OpenApiResponse(description="`reserved_event_name` or `payload_too_large`."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        item = event_input_parse(request.data, project=self.project)
+        result = event_ingest(project=self.project, item=item)
+        return Response(result.as_dict(), status=200 if result.duplicate else 202)
+
+
+class EventBatchView(ProjectView):
+    """Submits up to 500 events; each item is accepted, a duplicate, or rejected alone."""
+
+    write_scope = Scope.EVENTS_WRITE
+
+    @extend_schema(
+        operation_id="events_batch_create",
+        request=EventBatchSerializer,
+        responses={202: EventBatchResultSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        raw_items = batch_items_parse(request.data)
+        items: list[EventInput | ServiceError] = []
+        for index, raw in enumerate(raw_items):
+            try:
+                items.append(
+                    event_input_parse(raw, project=self.project, prefix=f"events.{index}.")
+                )
+            except ServiceError as error:
+                items.append(error)
+        results = event_ingest_batch(project=self.project, items=items)
+        rows = []
+        counts = {"accepted": 0, "duplicate": 0, "rejected": 0}
+        for index, result in enumerate(results):
+            if isinstance(result, IngestResult):
+                status = "duplicate" if result.duplicate else "accepted"
+                rows.append({"index": index, "status": status, "id": str(result.id), "error": None})
+            else:
+                status = "rejected"
+                rows.append(
+                    {"index": index, "status": status, "id": None, "error": error_object(result)}
+                )
+            counts[status] += 1
+        return Response(
+            {
+                "results": rows,
+                "accepted": counts["accepted"],
+                "duplicates": counts["duplicate"],
+                "rejected": counts["rejected"],
+            },
+            status=202,
+        )
+
+
+class EventTypeListView(ProjectView):
+    """The event catalog: names, sources and observed field types (no example payloads)."""
+
+    paginated = True
+
+    @extend_schema(
+        operation_id="event_types_list",
+        parameters=[
+            OpenApiParameter("limit", int, description="1 to 100, default 20."),
+            OpenApiParameter("after", str, description="The cursor from `metadata.next`."),
+            OpenApiParameter("search", str, description="Substring of the event name."),
+            OpenApiParameter("source", str, enum=list(EventSource.values)),
+        ],
+        responses={200: EventTypeSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        source = request.query_params.get("source")
+        if source is not None and source not in EventSource.values:
+            raise ValidationFailed.at(
+                "source", "Must be `customer` or `system`.", code="invalid_choice"
+            )
+        entries = event_type_list(
+            project=self.project, search=request.query_params.get("search"), source=source
+        )
+        return paginate(request, entries, event_types_data)

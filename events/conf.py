@@ -1,0 +1,75 @@
+"""Tunables of the event pipeline: CONTRACT defaults, overridable per project once the
+project carries `event_retry_*` policies, and by Django settings for the whole service."""
+
+import datetime as dt
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+# CONTRACT section 5: base 2 s, factor 2, cap 10 min, 8 attempts.
+RETRY_BASE_SECONDS = 2.0
+RETRY_FACTOR = 2.0
+RETRY_CAP_SECONDS = 600.0
+RETRY_MAX_ATTEMPTS = 8
+
+MAX_BATCH_ITEMS = 500
+MAX_NAME_LENGTH = 200
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+MAX_EXTERNAL_ID_LENGTH = 255
+
+
+def setting(name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+def claim_batch_size() -> int:
+    """Events one claim takes: small enough to keep claims short, big enough to amortise."""
+    return int(setting("EVENTS_CLAIM_BATCH", 100))
+
+
+def lease_seconds() -> float:
+    """How long a claim holds before another worker may take the event over."""
+    return float(setting("EVENTS_LEASE_SECONDS", 60))
+
+
+def wake_debounce_seconds() -> int:
+    """At most one wake-up task per this many seconds across all web processes."""
+    return int(setting("EVENTS_WAKE_DEBOUNCE_SECONDS", 1))
+
+
+def task_time_budget_seconds() -> float:
+    """How long one processing task loops before handing the rest to a fresh task."""
+    return float(setting("EVENTS_TASK_BUDGET_SECONDS", 20))
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    base_seconds: float
+    factor: float
+    cap_seconds: float
+    max_attempts: int
+
+    def delay(self, attempt: int) -> dt.timedelta:
+        """Backoff after failed attempt number `attempt` (1-based): exponential, capped,
+        with "equal jitter" (half fixed, half random) so retries of a burst spread out."""
+        ceiling = min(self.cap_seconds, self.base_seconds * self.factor ** max(attempt - 1, 0))
+        return dt.timedelta(seconds=ceiling / 2 + random.uniform(0, ceiling / 2))
+
+
+def retry_policy_for(project: Any) -> RetryPolicy:
+    """The project's retry policy; a project field `event_retry_<name>` wins when present."""
+
+    def pick(name: str, default: Any) -> Any:
+        value = getattr(project, f"event_retry_{name}", None)
+        if value is None:
+            value = setting(f"EVENTS_RETRY_{name.upper()}", default)
+        return value
+
+    return RetryPolicy(
+        base_seconds=float(pick("base_seconds", RETRY_BASE_SECONDS)),
+        factor=float(pick("factor", RETRY_FACTOR)),
+        cap_seconds=float(pick("cap_seconds", RETRY_CAP_SECONDS)),
+        max_attempts=int(pick("max_attempts", RETRY_MAX_ATTEMPTS)),
+    )

@@ -1,0 +1,33 @@
+"""The hook point of event processing: automations register here to match waits and
+start runs. Handlers run inside the event's processing transaction, so their writes
+commit exactly when the event becomes `processed`, and a handler that raises makes the
+attempt fail (retry with backoff, then the dead-letter queue)."""
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from contacts.models import Contact
+    from events.models import Event
+
+
+class EventHandler(Protocol):
+    def __call__(self, *, event: "Event", contact: "Contact | None") -> None: ...
+
+
+_handlers: list[EventHandler] = []
+
+
+def register_event_handler(handler: EventHandler) -> EventHandler:
+    """Adds a handler (once; usable as a decorator). Call it from an AppConfig.ready()."""
+    if handler not in _handlers:
+        _handlers.append(handler)
+    return handler
+
+
+def unregister_event_handler(handler: EventHandler) -> None:
+    if handler in _handlers:
+        _handlers.remove(handler)
+
+
+def event_handlers() -> tuple[EventHandler, ...]:
+    return tuple(_handlers)

@@ -1,0 +1,209 @@
+"""Ingest: commit the event row, answer, and let the workers find it (the table is the
+outbox). One INSERT ... ON CONFLICT per request or per batch on PostgreSQL."""
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+
+from config import clock
+from config.api.errors import ServiceError
+from events.models import Event, EventSource, EventStatus
+from events.validation import EventInput
+from events.wake import events_wake
+from tenancy.models import Project
+
+_TABLE = Event._meta.db_table
+_COLUMNS = (
+    "id, project_id, event, source, email, external_id, contact_ref, payload, occurred_at, "
+    "idempotency_key, status, attempts, next_attempt_at, last_error, error_code, created_at"
+)
+# Conflicts on the partial unique index of (project, idempotency_key); rows without a key
+# never conflict.
+_ON_CONFLICT = (
+    "ON CONFLICT (project_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+)
+_INSERT_ONE = (
+    f"INSERT INTO {_TABLE} ({_COLUMNS}) VALUES "  # noqa: S608 (constants only)
+    "(%s, %s, %s, 'customer', %s, %s, %s, %s::jsonb, %s, %s, 'accepted', 0, %s, '', '', %s) "
+    f"{_ON_CONFLICT} RETURNING id"
+)
+_INSERT_MANY = (
+    f"INSERT INTO {_TABLE} ({_COLUMNS}) "  # noqa: S608 (constants only)
+    "SELECT u.id, %s, u.event, 'customer', u.email, u.external_id, u.contact_ref, "
+    "u.payload::jsonb, u.occurred_at, u.idempotency_key, 'accepted', 0, %s, '', '', %s "
+    "FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::uuid[], %s::text[], "
+    "%s::timestamptz[], %s::text[]) "
+    "AS u(id, event, email, external_id, contact_ref, payload, occurred_at, idempotency_key) "
+    f"{_ON_CONFLICT} RETURNING id"
+)
+_SELECT_KEYED = (
+    f"SELECT id, idempotency_key, event, status, created_at FROM {_TABLE} "  # noqa: S608
+    "WHERE project_id = %s AND idempotency_key = ANY(%s)"
+)
+
+
+@dataclass(slots=True)
+class IngestResult:
+    """What the API answers for one submission."""
+
+    id: uuid.UUID
+    event: str
+    idempotency_key: str | None
+    status: str
+    received_at: dt.datetime
+    duplicate: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "event": self.event,
+            "idempotency_key": self.idempotency_key,
+            "status": self.status,
+            "received_at": _iso(self.received_at),
+            "duplicate": self.duplicate,
+        }
+
+
+def _iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def event_ingest(*, project: Project, item: EventInput) -> IngestResult:
+    """Stores one customer event (or finds the one its idempotency key already made)."""
+    now = clock.now()
+    new_id = uuid.uuid4()
+    if _postgres():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _INSERT_ONE,
+                [
+                    new_id,
+                    project.id,
+                    item.event,
+                    item.email,
+                    item.external_id,
+                    item.contact_ref,
+                    item.payload_json,
+                    item.occurred_at or now,
+                    item.idempotency_key,
+                    now,
+                    now,
+                ],
+            )
+            inserted = cursor.fetchone() is not None
+    else:
+        inserted = _insert_portable(project=project, item=item, new_id=new_id, now=now)
+    if inserted:
+        transaction.on_commit(events_wake)
+        return IngestResult(new_id, item.event, item.idempotency_key, "accepted", now, False)
+    existing = _existing(project=project, keys=[item.idempotency_key])
+    return existing[item.idempotency_key]  # type: ignore[index]
+
+
+def event_ingest_batch(
+    *, project: Project, items: list[EventInput | ServiceError]
+) -> list[IngestResult | ServiceError]:
+    """Stores the valid items of a batch in one statement; invalid ones pass through as
+    their errors, so one bad item never costs the others."""
+    now = clock.now()
+    valid = [(index, item) for index, item in enumerate(items) if isinstance(item, EventInput)]
+    ids = [uuid.uuid4() for _ in valid]
+    if not valid:
+        return list(items)  # type: ignore[arg-type]
+    if _postgres():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _INSERT_MANY,
+                [
+                    project.id,
+                    now,
+                    now,
+                    ids,
+                    [item.event for _, item in valid],
+                    [item.email for _, item in valid],
+                    [item.external_id for _, item in valid],
+                    [item.contact_ref for _, item in valid],
+                    [item.payload_json for _, item in valid],
+                    [item.occurred_at or now for _, item in valid],
+                    [item.idempotency_key for _, item in valid],
+                ],
+            )
+            inserted = {row[0] for row in cursor.fetchall()}
+    else:
+        inserted = {
+            new_id
+            for new_id, (_, item) in zip(ids, valid, strict=True)
+            if _insert_portable(project=project, item=item, new_id=new_id, now=now)
+        }
+    missing_keys = [
+        item.idempotency_key
+        for new_id, (_, item) in zip(ids, valid, strict=True)
+        if new_id not in inserted
+    ]
+    existing = _existing(project=project, keys=missing_keys) if missing_keys else {}
+    results: list[IngestResult | ServiceError] = list(items)  # type: ignore[arg-type]
+    for new_id, (index, item) in zip(ids, valid, strict=True):
+        if new_id in inserted:
+            results[index] = IngestResult(
+                new_id, item.event, item.idempotency_key, "accepted", now, False
+            )
+        else:
+            results[index] = existing[item.idempotency_key]  # type: ignore[index]
+    if inserted:
+        transaction.on_commit(events_wake)
+    return results
+
+
+def _insert_portable(
+    *, project: Project, item: EventInput, new_id: uuid.UUID, now: dt.datetime
+) -> bool:
+    """The same insert through the ORM, for databases without the PostgreSQL path."""
+    import json
+
+    try:
+        with transaction.atomic():
+            Event.objects.create(
+                id=new_id,
+                project=project,
+                event=item.event,
+                source=EventSource.CUSTOMER,
+                email=item.email,
+                external_id=item.external_id,
+                contact_ref=item.contact_ref,
+                payload=json.loads(item.payload_json),
+                occurred_at=item.occurred_at or now,
+                idempotency_key=item.idempotency_key,
+                status=EventStatus.ACCEPTED,
+                next_attempt_at=now,
+                created_at=now,
+            )
+    except IntegrityError:
+        if item.idempotency_key is None:
+            raise
+        return False
+    return True
+
+
+def _existing(*, project: Project, keys: list[str | None]) -> dict[str, IngestResult]:
+    """The stored events for idempotency keys that were already used (duplicates)."""
+    if _postgres():
+        with connection.cursor() as cursor:
+            cursor.execute(_SELECT_KEYED, [project.id, list(set(keys))])
+            rows = cursor.fetchall()
+    else:
+        rows = list(
+            Event.objects.filter(project=project, idempotency_key__in=set(keys)).values_list(
+                "id", "idempotency_key", "event", "status", "created_at"
+            )
+        )
+    return {
+        key: IngestResult(event_id, name, key, status, created_at, True)
+        for event_id, key, name, status, created_at in rows
+    }

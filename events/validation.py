@@ -1,0 +1,272 @@
+"""Validation of event submissions, written by hand: it runs on every ingest, and a
+serializer per item cost more than the insert. Errors are the CONTRACT envelope's."""
+
+import datetime as dt
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from config.api.errors import Issue, ServiceError, ValidationFailed
+from contacts.normalization import normalise_email
+from events.conf import (
+    MAX_BATCH_ITEMS,
+    MAX_EXTERNAL_ID_LENGTH,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_NAME_LENGTH,
+)
+from events.errors import PayloadTooLarge, ReservedEventName
+from events.models import SYSTEM_PREFIX
+from tenancy.models import Project
+
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*(\.[a-z0-9]+(_[a-z0-9]+)*)*$")
+MEMBERS = frozenset(
+    {"event", "email", "contact_id", "external_id", "payload", "occurred_at", "idempotency_key"}
+)
+_NUL = "\\u0000"
+
+
+@dataclass(slots=True)
+class EventInput:
+    """One valid submission, ready to insert; the payload is already serialised."""
+
+    event: str
+    email: str | None
+    external_id: str | None
+    contact_ref: uuid.UUID | None
+    payload_json: str
+    occurred_at: dt.datetime | None
+    idempotency_key: str | None
+
+
+def _text(
+    value: Any, path: str, issues: list[Issue], *, max_length: int, required: bool = False
+) -> str | None:
+    if value is None:
+        if required:
+            issues.append(Issue("required", path, "This member is required."))
+        return None
+    if not isinstance(value, str):
+        issues.append(Issue("invalid_type", path, "Must be a string."))
+        return None
+    if not value:
+        issues.append(Issue("blank", path, "Must not be empty."))
+        return None
+    if len(value) > max_length:
+        issues.append(Issue("too_long", path, f"Must be at most {max_length} characters."))
+        return None
+    if "\x00" in value or (not value.isprintable() and not _encodable(value)):
+        issues.append(Issue("invalid_characters", path, "Contains characters not allowed."))
+        return None
+    return value
+
+
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
+
+
+def _timestamp(value: Any, path: str, issues: list[Issue]) -> dt.datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        issues.append(Issue("invalid_type", path, "Must be an ISO 8601 timestamp string."))
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        issues.append(Issue("invalid_timestamp", path, "Must be an ISO 8601 timestamp."))
+        return None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        issues.append(
+            Issue("invalid_timestamp", path, "Must include a time zone offset, e.g. `Z`.")
+        )
+        return None
+    return parsed.astimezone(dt.UTC)
+
+
+def event_input_parse(raw: Any, *, project: Project, prefix: str = "") -> EventInput:
+    """Checks one submission against CONTRACT section 5; `prefix` locates it in a batch.
+
+    Raises ValidationFailed (400, every problem as an issue), then ReservedEventName or
+    PayloadTooLarge (422).
+    """
+    if not isinstance(raw, dict):
+        raise ValidationFailed.at(
+            prefix.rstrip("."), "Expected a JSON object.", code="invalid_type"
+        )
+    issues: list[Issue] = []
+    unknown = raw.keys() - MEMBERS
+    for name in sorted(unknown):
+        issues.append(Issue("unknown_member", f"{prefix}{name}", "Unknown member."))
+
+    name = raw.get("event")
+    reserved = False
+    if name is None:
+        issues.append(Issue("required", f"{prefix}event", "This member is required."))
+    elif not isinstance(name, str):
+        issues.append(Issue("invalid_type", f"{prefix}event", "Must be a string."))
+    elif name.startswith(SYSTEM_PREFIX):
+        reserved = True
+    elif len(name) > MAX_NAME_LENGTH or not NAME_PATTERN.match(name):
+        issues.append(
+            Issue(
+                "invalid_event_name",
+                f"{prefix}event",
+                "Use lower-case letters and digits in dot-separated parts, underscores "
+                f"inside a part, at most {MAX_NAME_LENGTH} characters (e.g. `order.completed`).",
+            )
+        )
+
+    email = raw.get("email")
+    normalised: str | None = None
+    if email is not None:
+        if not isinstance(email, str):
+            issues.append(Issue("invalid_type", f"{prefix}email", "Must be a string."))
+        else:
+            try:
+                normalised = normalise_email(email, policy=project.email_normalization)
+            except ValueError:
+                issues.append(
+                    Issue("invalid_email", f"{prefix}email", "Must be a valid email address.")
+                )
+
+    contact_ref: uuid.UUID | None = None
+    contact_id = raw.get("contact_id")
+    if contact_id is not None:
+        try:
+            contact_ref = uuid.UUID(contact_id) if isinstance(contact_id, str) else None
+        except ValueError:
+            contact_ref = None
+        if contact_ref is None:
+            issues.append(
+                Issue("invalid_uuid", f"{prefix}contact_id", "Must be a contact id (a UUID).")
+            )
+
+    external_id = _text(
+        raw.get("external_id"),
+        f"{prefix}external_id",
+        issues,
+        max_length=MAX_EXTERNAL_ID_LENGTH,
+    )
+    if contact_id is None and raw.get("external_id") is None and email is None:
+        issues.append(
+            Issue(
+                "identity_required",
+                prefix.rstrip("."),
+                "Give at least one of `contact_id`, `external_id` or `email`.",
+            )
+        )
+
+    idempotency_key = _text(
+        raw.get("idempotency_key"),
+        f"{prefix}idempotency_key",
+        issues,
+        max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
+    )
+    occurred_at = _timestamp(raw.get("occurred_at"), f"{prefix}occurred_at", issues)
+
+    payload = raw.get("payload")
+    payload_json = "{}"
+    if payload is not None:
+        if not isinstance(payload, dict):
+            issues.append(Issue("invalid_type", f"{prefix}payload", "Must be a JSON object."))
+        else:
+            try:
+                payload_json = json.dumps(
+                    payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+                )
+                size = len(payload_json.encode("utf-8"))
+            except (ValueError, UnicodeEncodeError):
+                issues.append(
+                    Issue(
+                        "invalid_value",
+                        f"{prefix}payload",
+                        "Holds a number or text JSON cannot carry.",
+                    )
+                )
+                size = 0
+            if _NUL in payload_json and _has_nul(payload):
+                issues.append(
+                    Issue(
+                        "invalid_characters",
+                        f"{prefix}payload",
+                        "Text must not contain NUL characters.",
+                    )
+                )
+            if not issues and size > project.event_payload_limit_bytes:
+                raise PayloadTooLarge(
+                    details=(
+                        f"The payload is {size} bytes serialised; this project allows "
+                        f"{project.event_payload_limit_bytes}."
+                    ),
+                    issues=[
+                        Issue("payload_too_large", f"{prefix}payload", "The payload is too large.")
+                    ],
+                )
+    if issues:
+        raise ValidationFailed(issues=issues)
+    if reserved:
+        raise ReservedEventName(
+            issues=[Issue("reserved_event_name", f"{prefix}event", "This name is reserved.")]
+        )
+    return EventInput(
+        event=name,
+        email=normalised,
+        external_id=external_id,
+        contact_ref=contact_ref,
+        payload_json=payload_json,
+        occurred_at=occurred_at,
+        idempotency_key=idempotency_key,
+    )
+
+
+def batch_items_parse(raw: Any) -> list[Any]:
+    """The `events` list of a batch body; the body itself is strict like every write."""
+    if not isinstance(raw, dict):
+        raise ValidationFailed.at("", "Expected a JSON object.", code="invalid_type")
+    issues = [
+        Issue("unknown_member", name, "Unknown member.") for name in sorted(raw.keys() - {"events"})
+    ]
+    items = raw.get("events")
+    if items is None:
+        issues.append(Issue("required", "events", "This member is required."))
+    elif not isinstance(items, list):
+        issues.append(Issue("invalid_type", "events", "Must be an array of events."))
+    elif not items:
+        issues.append(Issue("too_short", "events", "Send at least one event."))
+    elif len(items) > MAX_BATCH_ITEMS:
+        issues.append(
+            Issue(
+                "too_long",
+                "events",
+                f"At most {MAX_BATCH_ITEMS} events per batch; send more batches.",
+            )
+        )
+    if issues:
+        raise ValidationFailed(issues=issues)
+    return items  # type: ignore[return-value]
+
+
+def error_object(error: ServiceError) -> dict[str, Any]:
+    """A rejected batch item's `error`: the error object of CONTRACT section 1."""
+    return {
+        "code": error.code,
+        "message": error.message,
+        "details": error.details,
+        "issues": [issue.as_dict() for issue in error.issues],
+    }
