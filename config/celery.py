@@ -25,6 +25,18 @@ app.conf.task_routes = {"events.*": {"queue": Queues.EVENTS}}
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
 # backlog of sweeps never piles up behind a slow worker.
 app.conf.beat_schedule = {
+    # The events table is the queue; this sweep is the safety net behind the debounced
+    # wake-up (broker outage, dead worker, retries coming due, uncounted catalog rows).
+    "events.sweep": {
+        "task": "events.sweep",
+        "schedule": 5.0,
+        "options": {"expires": 4},
+    },
+    "events.purge_expired": {
+        "task": "events.purge_expired",
+        "schedule": 600.0,
+        "options": {"expires": 540},
+    },
     "preparedactions.expire": {
         "task": "preparedactions.expire",
         "schedule": 60.0,
