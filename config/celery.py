@@ -19,7 +19,12 @@ class Queues:
 
 
 app.conf.task_default_queue = Queues.DEFAULT
-app.conf.task_queues = [Queue(Queues.DEFAULT), Queue(Queues.EVENTS)]
+# Each queue bound under its own routing key: left unset, both would be bound to the key
+# "default" and a message published by routing key would land in both.
+app.conf.task_queues = [
+    Queue(Queues.DEFAULT, routing_key=Queues.DEFAULT),
+    Queue(Queues.EVENTS, routing_key=Queues.EVENTS),
+]
 app.conf.task_routes = {"events.*": {"queue": Queues.EVENTS}}
 
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
