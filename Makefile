@@ -1,0 +1,79 @@
+# Developer entry points. `make run` serves the API with a worker and beat; `make test`
+# runs the suite against PostgreSQL and Redis on 127.0.0.1 (started or installed if needed).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# The suite's services. Each defaults to the standard local one; set any of them to use
+# your own database or Redis databases (e.g. when several suites run side by side).
+TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres:postgres@127.0.0.1:5432/sendrealm)
+TEST_CACHE_URL := $(or $(CACHE_URL),redis://127.0.0.1:6379/0)
+TEST_BROKER_URL := $(or $(CELERY_BROKER_URL),redis://127.0.0.1:6379/1)
+TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test DATABASE_URL='$(TEST_DATABASE_URL)' \
+	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
+# A hard bound so a hung test cannot hold CI forever.
+TEST_TIMEOUT ?= 900
+# A fresh clone in CI builds the test database from scratch instead of reusing one.
+PYTEST_ARGS ?= $(if $(CI),--create-db,)
+
+# Benchmarks: `make bench` runs every bench/bench_*.py, `make bench ONLY=project` one.
+ONLY ?=
+BENCH_ARGS ?=
+
+.PHONY: help install run test lint typecheck check bench worker services
+
+help:
+	@echo "make install    create .venv and install requirements/dev.txt"
+	@echo "make run        migrate, then serve http://127.0.0.1:8000 with a Celery worker and beat"
+	@echo "make test       run the test suite (PostgreSQL and Redis on 127.0.0.1)"
+	@echo "make lint       ruff check and ruff format --check"
+	@echo "make typecheck  mypy"
+	@echo "make check      manage.py check and makemigrations --check"
+	@echo "make bench      benchmarks against a production server (ONLY=<name> for one)"
+	@echo "make worker     a Celery worker alone"
+
+install: $(STAMP)
+
+# Re-runs only when a requirements file changed since the last successful install.
+$(STAMP): requirements/base.txt requirements/dev.txt scripts/install.sh
+	@PYTHON=$(PYTHON) VENV=$(VENV) scripts/install.sh
+	@touch $@
+
+run: install
+	@exec $(BIN)/python scripts/run.py
+
+worker: install
+	@DJANGO_SETTINGS_MODULE=$${DJANGO_SETTINGS_MODULE:-config.settings.local} \
+		exec $(BIN)/celery -A config worker -l info --concurrency $${CELERY_CONCURRENCY:-2}
+
+services:
+	@$(TEST_ENV) scripts/ensure-services.sh
+
+test: install
+	@$(TEST_ENV) scripts/ensure-services.sh
+	@echo "Running the test suite against $(TEST_DATABASE_URL)"
+	@$(TEST_ENV) timeout -k 10 $(TEST_TIMEOUT) $(BIN)/pytest $(PYTEST_ARGS) tests/; \
+		status=$$?; \
+		if [ $$status -eq 124 ]; then echo "The test suite ran past $(TEST_TIMEOUT)s."; fi; \
+		exit $$status
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy .
+
+check: install
+	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py check
+	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py makemigrations --check --dry-run
+
+bench: install
+	@$(TEST_ENV) scripts/ensure-services.sh
+	@$(BIN)/python -m bench $(if $(ONLY),--only $(ONLY),) $(BENCH_ARGS)

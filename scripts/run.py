@@ -1,0 +1,277 @@
+"""`make run`: migrate, then serve the API with a Celery worker and beat until Ctrl-C.
+
+Every child runs in its own process group, so stopping one stops whatever it forked (granian
+and Celery workers). SIGINT or SIGTERM stops all of them; so does any one of them exiting.
+"""
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import IO
+from urllib.parse import unquote, urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+HOST = os.environ.get("HOST", "127.0.0.1")
+PORT = int(os.environ.get("PORT", "8000"))
+CONCURRENCY = os.environ.get("CELERY_CONCURRENCY", "2")
+STOP_GRACE_SECONDS = 10
+
+stopping = threading.Event()
+
+
+def log(message: str) -> None:
+    print(f"run    | {message}", flush=True)
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def manage(env: dict[str, str], *args: str, capture: bool = False) -> str:
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        text=True,
+        stdout=subprocess.PIPE if capture else None,
+    )
+    return result.stdout or ""
+
+
+def ensure_postgres_database(url: str) -> None:
+    """Creates the database DATABASE_URL names when the server answers but it is missing."""
+    import psycopg
+    from psycopg import sql
+
+    parts = urlsplit(url)
+    params = {
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 5432,
+        "user": unquote(parts.username or "postgres"),
+        "password": unquote(parts.password or "") or None,
+        "connect_timeout": 5,
+    }
+    name = unquote(parts.path.lstrip("/"))
+    try:
+        psycopg.connect(dbname=name, **params).close()
+    except psycopg.OperationalError as exc:
+        if "does not exist" not in str(exc):
+            raise SystemExit(f"run: cannot connect to {parts.hostname}: {exc}") from None
+        log(f"creating database {name}")
+        with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def die_with_parent() -> None:
+    """Runs in the child: on Linux, the kernel sends SIGTERM if this launcher dies."""
+    os.setsid()
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def pump(name: str, stream: IO[str]) -> None:
+    for line in stream:
+        sys.stdout.write(f"{name:<6} | {line}")
+        sys.stdout.flush()
+
+
+def start(name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        args,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # Safe here: every child is forked before the first output thread starts.
+        preexec_fn=die_with_parent,
+    )
+    return proc
+
+
+def forward_output(procs: dict[str, subprocess.Popen[str]]) -> None:
+    for name, proc in procs.items():
+        assert proc.stdout is not None
+        threading.Thread(target=pump, args=(name, proc.stdout), daemon=True).start()
+
+
+def stop(procs: dict[str, subprocess.Popen[str]]) -> None:
+    # SIGTERM to each leader: granian and Celery shut their own children down (Celery
+    # finishes the tasks in hand). Whatever is left in a group after the grace period,
+    # leader or stuck child, is killed.
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.terminate()
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    for name, proc in procs.items():
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log(f"{name} did not stop within {STOP_GRACE_SECONDS}s; killing it")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+
+
+def wait_healthy(url: str, procs: dict[str, subprocess.Popen[str]], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not stopping.is_set():
+        if any(proc.poll() is not None for proc in procs.values()):
+            return False
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(url, timeout=2) as response,  # noqa: S310 - loopback
+        ):
+            if response.status == 200:
+                return True
+        time.sleep(0.3)
+    return False
+
+
+def first_start_keys(env: dict[str, str]) -> dict[str, object] | None:
+    """On an empty database, bootstraps the demo team and returns its keys."""
+    probe = (
+        "import django; django.setup(); from tenancy.models import Team; "
+        "print(int(Team.objects.exists()))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        text=True,
+        stdout=subprocess.PIPE,
+    ).stdout.strip()
+    if found == "1":
+        return None
+    return json.loads(manage(env, "bootstrap", "--json", capture=True))
+
+
+def banner(keys: dict[str, object] | None) -> None:
+    base = f"http://{HOST}:{PORT}"
+    lines = [
+        "",
+        f"API      {base}   (health: {base}/health, reference: {base}/docs, admin: {base}/admin/)",
+    ]
+    if keys is not None:
+        key_map = keys["keys"]
+        assert isinstance(key_map, dict)
+        lines += [
+            "Keys     first start: created the demo team; its keys, shown once:",
+            *(f"           {kind:<14} {secret}" for kind, secret in key_map.items()),
+            f"Try      curl -s -H 'Authorization: Bearer {key_map['project']}' {base}/project",
+        ]
+    lines += [
+        "Keys     .venv/bin/python manage.py bootstrap --json   prints working keys any time",
+        "Stop     Ctrl-C",
+        "",
+    ]
+    print("\n".join(lines), flush=True)
+
+
+def main() -> int:
+    env = environment()
+    os.chdir(ROOT)
+    database_url = env.get("DATABASE_URL", "")
+    if database_url.startswith(("postgres://", "postgresql://", "pgsql://")):
+        ensure_postgres_database(database_url)
+    if not port_free(HOST, PORT):
+        log(f"{HOST}:{PORT} is already in use; stop what listens there or set PORT")
+        return 1
+
+    log(f"settings {env['DJANGO_SETTINGS_MODULE']}, database {database_url or 'SQLite (.run)'}")
+    log(f"broker {env.get('CELERY_BROKER_URL') or 'filesystem (.run/broker)'}")
+    manage(env, "migrate", "--noinput")
+    manage(env, "collectstatic", "--noinput", "-v0")
+    keys = first_start_keys(env)
+
+    def on_signal(signum: int, frame: object) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    procs = {
+        "web": start(
+            "web",
+            [
+                str(BIN / "granian"),
+                "--interface=wsgi",
+                f"--host={HOST}",
+                f"--port={PORT}",
+                "--workers=1",
+                "--blocking-threads=8",
+                "--access-log",
+                "--static-path-route=/static",
+                f"--static-path-mount={ROOT / 'staticfiles'}",
+                "config.wsgi:application",
+            ],
+            env,
+        ),
+        "worker": start(
+            "worker",
+            [
+                str(BIN / "celery"),
+                "-A",
+                "config",
+                "worker",
+                "-l",
+                "info",
+                f"--concurrency={CONCURRENCY}",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            env,
+        ),
+        "beat": start("beat", [str(BIN / "celery"), "-A", "config", "beat", "-l", "info"], env),
+    }
+    forward_output(procs)
+    code = 0
+    try:
+        if wait_healthy(f"http://{HOST}:{PORT}/health", procs, 60):
+            banner(keys)
+        elif not stopping.is_set():
+            log("the API did not become healthy within 60s")
+            code = 1
+            stopping.set()
+        while not stopping.wait(0.5):
+            for name, proc in procs.items():
+                if proc.poll() is not None:
+                    log(f"{name} exited with status {proc.returncode}; stopping the rest")
+                    code = 1
+                    stopping.set()
+    finally:
+        log("stopping")
+        stop(procs)
+        log("stopped")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
