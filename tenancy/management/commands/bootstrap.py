@@ -13,6 +13,7 @@ from tenancy.services import api_key_create
 
 DEMO_TEAM = "Demo team"
 DEMO_OWNER = "owner@example.com"
+PROJECT_NAMES = ("Demo project", "Second project")
 
 
 class Command(BaseCommand):
@@ -29,8 +30,12 @@ class Command(BaseCommand):
         elif not team.messaging_rollout:
             team.messaging_rollout = True
             team.save(update_fields=["messaging_rollout", "updated_at"])
-        project, _ = Project.objects.get_or_create(team=team, name="Demo project")
-        other, _ = Project.objects.get_or_create(team=team, name="Second project")
+        # The team's first two projects, whatever they are called by now: a rename through
+        # PATCH /project must not make the next run create new ones.
+        projects = list(team.projects.order_by("created_at", "id")[:2])
+        for name in PROJECT_NAMES[len(projects) :]:
+            projects.append(Project.objects.create(team=team, name=name))
+        project, other = projects
         user_model = get_user_model()
         owner, created = user_model.objects.get_or_create(
             username=DEMO_OWNER, defaults={"email": DEMO_OWNER}

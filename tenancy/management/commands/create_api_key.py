@@ -1,13 +1,14 @@
 """Creates one API key and prints its secret (shown only this once)."""
 
 import json
+import uuid
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tenancy.access import ALL_SCOPES
-from tenancy.models import KeyKind, Permission, Project, Team
+from tenancy.models import KeyKind, Membership, Permission, Project, Team
 from tenancy.services import api_key_create
 
 
@@ -36,6 +37,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        for value in [*options["project"], *([options["team"]] if options["team"] else [])]:
+            try:
+                uuid.UUID(value)
+            except ValueError:
+                raise CommandError(f"Not an id: {value!r}.") from None
         projects = list(Project.objects.filter(id__in=options["project"]))
         if len(projects) != len(set(options["project"])):
             raise CommandError("Unknown project id.")
@@ -52,6 +58,8 @@ class Command(BaseCommand):
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
                 raise CommandError("A personal key needs --user naming an existing user.")
+            if not Membership.objects.filter(team=team, user=user).exists():
+                raise CommandError("The user of a personal key must be a member of the team.")
         elif kind == KeyKind.PROJECT and len(projects) != 1:
             raise CommandError("A project key needs exactly one --project.")
         scopes = options["scope"] or sorted(ALL_SCOPES)
