@@ -19,8 +19,11 @@ def audience_list(*, project: Project) -> QuerySet[Audience]:
     return _with_properties(Audience.objects.filter(project=project))
 
 
-def audience_get(*, project: Project, audience_id: uuid.UUID | str) -> Audience | None:
-    return audience_list(project=project).filter(id=audience_id).first()
+def audience_get(
+    *, project: Project, audience_id: uuid.UUID | str, with_properties: bool = True
+) -> Audience | None:
+    audiences = Audience.objects.filter(project=project, id=audience_id)
+    return (_with_properties(audiences) if with_properties else audiences).first()
 
 
 def audience_property_list(*, audience: Audience) -> QuerySet[AudienceProperty]:

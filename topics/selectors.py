@@ -39,7 +39,7 @@ def topic_get(*, project: Project, topic_id: uuid.UUID | str) -> Topic | None:
 def topics_with_subscription_of(*, contact: Contact) -> QuerySet[Topic]:
     """Every topic of the contact's project, each with `contact_subscriptions` holding the
     contact's explicit choice (zero or one row)."""
-    return topic_list(project=contact.project).prefetch_related(
+    return Topic.objects.filter(project_id=contact.project_id).prefetch_related(
         Prefetch(
             "subscriptions",
             queryset=Subscription.objects.filter(contact=contact),

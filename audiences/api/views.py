@@ -35,8 +35,10 @@ from config.api.views import ProjectView
 
 
 class AudienceScopedView(ProjectView):
-    def audience(self, audience_id: uuid.UUID) -> Audience:
-        audience = audience_get(project=self.project, audience_id=audience_id)
+    def audience(self, audience_id: uuid.UUID, *, with_properties: bool = True) -> Audience:
+        audience = audience_get(
+            project=self.project, audience_id=audience_id, with_properties=with_properties
+        )
         if audience is None:
             raise NotFound("No such audience.")
         return audience
@@ -97,7 +99,7 @@ class AudiencePropertyListView(AudienceScopedView):
         operation_id="audience_properties_list",
     )
     def get(self, request: Request, audience_id: uuid.UUID) -> Response:
-        audience = self.audience(audience_id)
+        audience = self.audience(audience_id, with_properties=False)
         return paginate(
             request,
             audience_property_list(audience=audience),
@@ -125,7 +127,7 @@ class AudienceMemberListView(AudienceScopedView):
         responses={200: MembershipSerializer(many=True)}, operation_id="audience_members_list"
     )
     def get(self, request: Request, audience_id: uuid.UUID) -> Response:
-        audience = self.audience(audience_id)
+        audience = self.audience(audience_id, with_properties=False)
         return paginate(
             request,
             membership_list(audience=audience),

@@ -1,0 +1,76 @@
+import pytest
+from django.db import transaction
+
+from config.api.errors import ValidationFailed
+from contacts.models import Contact
+from contacts.selectors import contact_get, contact_resolve
+from contacts.services import contact_upsert
+from events.models import Event
+from tests.contacts.factories import ContactFactory
+
+pytestmark = pytest.mark.django_db
+
+
+class Abort(Exception):
+    pass
+
+
+def test_the_created_event_lives_and_dies_with_the_contact(world):
+    def upsert_then_fail() -> None:
+        with transaction.atomic():
+            contact_upsert(project=world.project, email="a@example.com")
+            assert Event.objects.filter(event="sendrealm.contact.created", source="system").exists()
+            raise Abort
+
+    with pytest.raises(Abort):
+        upsert_then_fail()
+    assert not Contact.objects.exists()
+    assert not Event.objects.exists()
+
+
+def test_upsert_inside_a_callers_transaction_joins_it(world):
+    with transaction.atomic():
+        contact, created = contact_upsert(project=world.project, email="a@example.com")
+        again, created_again = contact_upsert(
+            project=world.project, email="A@example.com", fields={"x": 1}
+        )
+    assert (created, created_again) == (True, False)
+    assert again.id == contact.id
+    assert Contact.objects.get().fields == {"x": 1}
+
+
+def test_upsert_returns_a_contact_equal_to_the_stored_row(world):
+    contact, _ = contact_upsert(
+        project=world.project, email="a@example.com", fields={"n": 1.5, "l": [1]}, external_id="e"
+    )
+    stored = Contact.objects.get(id=contact.id)
+    assert (contact.email, contact.fields, contact.external_id) == (
+        stored.email,
+        stored.fields,
+        stored.external_id,
+    )
+    assert contact.created_at == stored.created_at
+
+
+def test_upsert_rejects_an_invalid_email_and_non_object_fields(world):
+    with pytest.raises(ValidationFailed) as error:
+        contact_upsert(project=world.project, email="nope")
+    assert error.value.issues[0].path == "email"
+    with pytest.raises(ValidationFailed) as error:
+        contact_upsert(project=world.project, email="a@example.com", fields=["x"])  # type: ignore[arg-type]
+    assert error.value.issues[0].path == "fields"
+    assert not Contact.objects.exists()
+
+
+def test_resolve_follows_contact_id_then_external_id_then_email(world):
+    by_email = ContactFactory(project=world.project, email="a@example.com")
+    by_external = ContactFactory(project=world.project, external_id="x-1")
+    resolve = contact_resolve
+    assert resolve(project=world.project, email="A@example.com") == by_email
+    assert resolve(project=world.project, external_id="x-1", email="a@example.com") == by_external
+    assert resolve(project=world.project, contact_id=by_email.id, external_id="x-1") == by_email
+    assert resolve(project=world.project, contact_id="not-a-uuid", email="a@example.com") == (
+        by_email
+    )
+    assert resolve(project=world.other_project, email="a@example.com") is None
+    assert contact_get(project=world.project, contact_id="garbage") is None
