@@ -1,0 +1,68 @@
+import pytest
+from django.test import Client
+
+from tests.audiences.factories import AudienceMembershipFactory
+from tests.contacts.factories import ContactFactory
+from tests.topics.factories import SubscriptionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff(admin_user) -> Client:
+    client = Client()
+    client.force_login(admin_user)
+    return client
+
+
+def test_contact_search_finds_by_any_case_email_and_by_external_id(staff, world):
+    ada = ContactFactory(project=world.project, email="ada@example.com", external_id="crm-1")
+    ContactFactory(project=world.project, email="bob@example.com")
+    by_email = staff.get("/admin/contacts/contact/", {"q": " ADA@example.com "})
+    assert by_email.status_code == 200
+    assert list(by_email.context["cl"].result_list) == [ada]
+    by_external = staff.get("/admin/contacts/contact/", {"q": "crm-1"})
+    assert list(by_external.context["cl"].result_list) == [ada]
+
+
+def test_contact_page_shows_fields_as_indented_json_with_memberships(staff, world):
+    contact = ContactFactory(project=world.project, fields={"plan": "pro", "tags": ["a"]})
+    AudienceMembershipFactory(
+        audience__project=world.project, audience__name="VIP", contact=contact
+    )
+    SubscriptionFactory(topic__project=world.project, topic__name="News", contact=contact)
+    page = staff.get(f"/admin/contacts/contact/{contact.id}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "&quot;plan&quot;: &quot;pro&quot;" in html
+    assert "VIP" in html
+    assert "News" in html
+
+
+def test_the_soft_delete_action_deletes_through_the_service(staff, world):
+    contact = ContactFactory(project=world.project)
+    AudienceMembershipFactory(audience__project=world.project, contact=contact)
+    response = staff.post(
+        "/admin/contacts/contact/",
+        {"action": "soft_delete", "_selected_action": [str(contact.id)]},
+    )
+    assert response.status_code == 302
+    contact.refresh_from_db()
+    assert contact.deleted_at is not None
+    assert not contact.audience_memberships.exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/admin/audiences/audience/",
+        "/admin/audiences/audiencemembership/",
+        "/admin/topics/topic/",
+        "/admin/topics/subscription/",
+    ],
+)
+def test_audience_and_topic_pages_render(staff, world, path):
+    AudienceMembershipFactory(audience__project=world.project)
+    SubscriptionFactory(topic__project=world.project)
+    assert staff.get(path).status_code == 200
+    assert staff.get(path, {"q": "x"}).status_code == 200
