@@ -1,5 +1,6 @@
 """Staff console for contacts: find by email, external id or id; read fields as JSON."""
 
+import contextlib
 import json
 import uuid
 from typing import Any
@@ -102,10 +103,8 @@ class ContactAdmin(admin.ModelAdmin):
         if not term:
             return queryset, False
         matches = queryset.filter(email=term.lower()) | queryset.filter(external_id=term)
-        try:
+        with contextlib.suppress(ValueError):
             matches = matches | queryset.filter(id=uuid.UUID(term))
-        except ValueError:
-            pass
         return matches, False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
