@@ -71,12 +71,15 @@ def access_resolve(*, key: KeyRecord, project: Project) -> Access | None:
         if not key.all_projects and project_id not in key.project_ids:
             return None
         return Access(key=key, project_id=project_id, scopes=permission_scopes, role=None)
-    # Personal key: the lesser of its scopes, its saved grant and the user's current role.
+    # Personal key: the lesser of its scopes, its saved grant and the user's current role;
+    # a deactivated user's keys stop with the user.
     if key.user_id is None:
         return None
     grant = ProjectGrant.objects.filter(api_key_id=uuid.UUID(key.id), project_id=project.id).first()
     role = (
-        Membership.objects.filter(team_id=project.team_id, user_id=key.user_id)
+        Membership.objects.filter(
+            team_id=project.team_id, user_id=key.user_id, user__is_active=True
+        )
         .values_list("role", flat=True)
         .first()
     )
@@ -102,4 +105,5 @@ def project_list_for_key(*, key: KeyRecord) -> QuerySet[Project]:
     return projects.filter(
         grants__api_key_id=uuid.UUID(key.id),
         team__memberships__user_id=key.user_id,
+        team__memberships__user__is_active=True,
     )

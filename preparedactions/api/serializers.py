@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from config.api.serializers import StrictSerializer
+
 
 class EmptyBodySerializer(serializers.Serializer):
     """A body that must be `{}`: any member is an error."""
@@ -21,6 +23,6 @@ class PreparedActionOutputSerializer(serializers.Serializer):
     effects = serializers.JSONField()
 
 
-class ExecuteInputSerializer(serializers.Serializer):
+class ExecuteInputSerializer(StrictSerializer):
     prepared_action_id = serializers.UUIDField()
     idempotency_key = serializers.CharField(min_length=1, max_length=255, trim_whitespace=False)

@@ -319,7 +319,14 @@ def test_a_preparation_of_an_integration_key_belongs_to_that_key(api, world):
     assert same_key.status_code == 202
 
 
-@pytest.mark.parametrize("bad", [{}, {"prepared_action_id": "nope", "idempotency_key": ""}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {},
+        {"prepared_action_id": "nope", "idempotency_key": ""},
+        {"prepared_action_id": None, "idempotency_key": "k" * 256},
+    ],
+)
 def test_execute_needs_an_id_and_an_idempotency_key(owner, world, bad):
     response = owner.api.post(
         f"/projects/{world.project.id}/actions/bump/execute",
@@ -331,6 +338,21 @@ def test_execute_needs_an_id_and_an_idempotency_key(owner, world, bad):
     assert error_code(response) == (400, "validation_error")
     paths = sorted(i["path"] for i in response.json()["error"]["issues"])
     assert paths == ["idempotency_key", "prepared_action_id"]
+
+
+def test_execute_rejects_members_it_does_not_define(owner, world):
+    prepared_id = owner.prepared(world.project)
+
+    response = owner.api.post(
+        f"/projects/{world.project.id}/actions/bump/execute",
+        {"prepared_action_id": prepared_id, "idempotency_key": "k", "force": True},
+        key=owner.key,
+        project=owner.project,
+    )
+
+    assert error_code(response) == (400, "validation_error")
+    assert [i["path"] for i in response.json()["error"]["issues"]] == ["force"]
+    assert days(world.project) == 90
 
 
 # Who may

@@ -189,6 +189,19 @@ def test_a_user_who_left_the_team_loses_access_with_the_key(api, world):
     assert (response.status_code, response.json()["error"]["code"]) == (403, "forbidden")
 
 
+def test_a_deactivated_users_personal_keys_stop_working(api, world):
+    secret = world.keys["personal_admin"]
+    assert api.get("/project", key=secret, project=world.project.id).status_code == 200
+    world.users[Role.ADMIN].is_active = False
+    world.users[Role.ADMIN].save(update_fields=["is_active"])
+
+    response = api.get("/project", key=secret, project=world.project.id)
+    listing = api.get("/projects", key=secret)
+
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "forbidden")
+    assert listing.json()["data"] == []
+
+
 def test_revocation_takes_effect_on_the_next_request(api, world):
     key, secret = api_key_create(
         team=world.team, kind=KeyKind.PROJECT, name="to revoke", project=world.project
