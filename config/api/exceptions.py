@@ -139,6 +139,22 @@ def not_found_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonRespo
     )
 
 
+def bad_request_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Django's 400 outside DRF (a disallowed Host, a suspicious request)."""
+    return JsonResponse(
+        error_body(status=400, code="bad_request", message="The request could not be read."),
+        status=400,
+    )
+
+
+def permission_denied_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Django's 403 outside DRF."""
+    return JsonResponse(
+        error_body(status=403, code="forbidden", message="This request is not allowed."),
+        status=403,
+    )
+
+
 def server_error_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Django's last resort when an error escapes outside a DRF view."""
     return JsonResponse(

@@ -5,6 +5,7 @@ import time
 import uuid
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.management import call_command
 from django.db import transaction
@@ -65,11 +66,27 @@ class FailingView(ProjectView):
         raise RuntimeError(LEAKY_MESSAGE)
 
 
+def crashes(request):
+    raise RuntimeError(LEAKY_MESSAGE)
+
+
+def raises_permission_denied(request):
+    raise PermissionDenied("Row 7 of tenancy_apikey")
+
+
 urlpatterns = [
     path("tests/validate", ValidatingView.as_view()),
+    path("tests/denied", raises_permission_denied),
+    path("tests/crash", crashes),
     path("tests/fail", FailingView.as_view()),
     *config.urls.urlpatterns,
 ]
+
+# Django's own error pages, outside DRF; config.urls names the same views.
+handler400 = "config.api.exceptions.bad_request_view"
+handler403 = "config.api.exceptions.permission_denied_view"
+handler404 = "config.api.exceptions.not_found_view"
+handler500 = "config.api.exceptions.server_error_view"
 
 
 def assert_error(response, status, code):
@@ -308,6 +325,32 @@ def test_a_unique_violation_is_a_conflict(api, world):
 
     error = assert_error(response, 409, "conflict")
     assert "membership_one_per_team_user" not in str(error)
+
+
+@pytest.mark.urls(__name__)
+def test_a_request_django_refuses_before_any_view_is_a_400_envelope(api, db):
+    response = api.get("/health", headers={"Host": "attacker.example"})
+
+    assert_error(response, 400, "bad_request")
+
+
+@pytest.mark.urls(__name__)
+def test_djangos_permission_denied_outside_the_api_is_a_403_envelope(api, db):
+    response = api.get("/tests/denied")
+
+    error = assert_error(response, 403, "forbidden")
+    assert "tenancy_apikey" not in str(error)
+
+
+@pytest.mark.urls(__name__)
+def test_an_error_escaping_a_plain_django_view_is_a_500_envelope(db):
+    client = APIClient(raise_request_exception=False)
+
+    response = client.get("/tests/crash")
+
+    error = assert_error(response, 500, "internal_error")
+    assert "Traceback" not in response.content.decode()
+    assert error["details"] == ""
 
 
 # Service endpoints
