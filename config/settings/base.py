@@ -131,6 +131,11 @@ SPECTACULAR_SETTINGS = {
         }
     },
     "SECURITY": [{"ApiKey": []}],
+    # Choice sets whose member names (`status`, `source`) other families also use.
+    "ENUM_NAME_OVERRIDES": {
+        "SubscriptionStatusEnum": "topics.models.SubscriptionStatus",
+        "SubscriptionSourceEnum": "topics.models.SubscriptionSource",
+    },
 }
 
 # Celery. With no broker configured the embedded filesystem transport needs no server.
