@@ -7,6 +7,8 @@ signal or an unreachable broker leaves behind.
 """
 
 import logging
+import threading
+from typing import Any
 
 from django.core.cache import cache
 
@@ -25,9 +27,9 @@ def events_wake() -> None:
     except Exception:
         logger.warning("Event wake-up skipped: the cache is unreachable", exc_info=True)
         return
-    if not _publish(countdown=None):
-        # Let the next commit try again rather than waiting out the interval.
-        events_wake_rearm()
+    # A failed publish keeps the debounce key: during a broker outage one request per
+    # interval pays for the failed attempt, not every request.
+    _publish(countdown=None)
 
 
 def events_wake_later(*, countdown: float) -> None:
@@ -43,13 +45,36 @@ def events_wake_rearm() -> None:
         logger.warning("Event wake-up re-arm failed: the cache is unreachable", exc_info=True)
 
 
+# Publishing must fail fast when the broker is away: the pooled connection would retry
+# for seconds while a client waits for its 202. One connection per thread, no retries.
+PUBLISH_CONNECT_TIMEOUT = 1.0
+_local = threading.local()
+
+
+def _connection() -> Any:
+    connection = getattr(_local, "connection", None)
+    if connection is None:
+        from config.celery import app
+
+        connection = app.connection_for_write(
+            transport_options={"max_retries": 0}, connect_timeout=PUBLISH_CONNECT_TIMEOUT
+        )
+        _local.connection = connection
+    return connection
+
+
 def _publish(*, countdown: float | None) -> bool:
     from events.tasks import process_batch
 
+    connection = _connection()
     try:
-        # No publish retries: a broker outage must not slow ingest; the sweep catches up.
-        process_batch.apply_async(countdown=countdown, retry=False)
+        process_batch.apply_async(countdown=countdown, retry=False, connection=connection)
     except Exception:
         logger.warning("Event wake-up not published: the broker is unreachable", exc_info=True)
+        _local.connection = None
+        try:
+            connection.release()
+        except Exception:
+            logger.debug("Closing the failed broker connection failed", exc_info=True)
         return False
     return True
