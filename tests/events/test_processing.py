@@ -1,0 +1,306 @@
+"""Processing: identity resolution, the hook point, retries to the dead-letter queue,
+leases that outlive a dead worker, and redelivered batches that change nothing twice."""
+
+import datetime as dt
+import uuid
+
+import pytest
+from django.db import connection
+
+from contacts.models import Contact
+from contacts.services import contact_upsert
+from events.conf import RetryPolicy, retry_policy_for
+from events.models import Event, EventSource, EventStatus, EventType
+from events.services.ingest import event_ingest
+from events.services.processing import (
+    BatchOutcome,
+    event_process,
+    events_claim,
+    events_process_batch,
+)
+from events.tasks import sweep
+from events.validation import event_input_parse
+from tests.events.conftest import drain
+
+pytestmark = pytest.mark.django_db
+
+
+def ingest(world, **body):
+    body.setdefault("event", "order.completed")
+    item = event_input_parse(body, project=world.project)
+    return Event.objects.get(id=event_ingest(project=world.project, item=item).id)
+
+
+def count_calls(contact: Contact) -> int:
+    contact.refresh_from_db()
+    return int(contact.fields.get("calls", 0))
+
+
+def bump(*, event, contact) -> None:
+    """A handler that writes: counts its calls on the contact, in the event's transaction."""
+    if event.source != EventSource.CUSTOMER:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE contacts_contact SET fields = jsonb_set(fields, '{calls}', "
+            "to_jsonb(COALESCE((fields->>'calls')::int, 0) + 1)) WHERE id = %s",
+            [contact.id],
+        )
+
+
+# --- identity ---
+
+
+def test_contact_id_resolves_first(world, clock):
+    by_id, _ = contact_upsert(project=world.project, email="id@example.com")
+    contact_upsert(project=world.project, email="other@example.com", external_id="ext-1")
+    event = ingest(world, contact_id=str(by_id.id), external_id="ext-1", email="o@example.com")
+    drain()
+    event.refresh_from_db()
+    assert event.status == EventStatus.PROCESSED
+    assert event.contact_id == by_id.id
+
+
+def test_external_id_resolves_before_email(world, clock):
+    by_ext, _ = contact_upsert(project=world.project, email="ext@example.com", external_id="u1")
+    contact_upsert(project=world.project, email="mail@example.com")
+    event = ingest(world, external_id="u1", email="mail@example.com")
+    drain()
+    event.refresh_from_db()
+    assert event.contact_id == by_ext.id
+
+
+def test_an_unknown_email_creates_the_contact_and_emits_contact_created(world, clock):
+    event = ingest(world, email="New@Example.com")
+    drain()
+    event.refresh_from_db()
+    contact = Contact.objects.get(project=world.project, email="new@example.com")
+    assert event.contact_id == contact.id
+    created = Event.objects.get(event="sendrealm.contact.created")
+    assert created.source == EventSource.SYSTEM
+    assert created.contact_id == contact.id
+    assert created.status == EventStatus.PROCESSED  # system events are processed too
+    assert EventType.objects.filter(event="sendrealm.contact.created", source="system").exists()
+
+
+def test_a_known_email_resolves_without_creating(world, clock):
+    contact, _ = contact_upsert(project=world.project, email="known@example.com")
+    event = ingest(world, email="known@example.com")
+    drain()
+    event.refresh_from_db()
+    assert event.contact_id == contact.id
+    assert Contact.objects.count() == 1
+
+
+def test_an_unknown_external_id_with_an_email_is_attached_to_that_contact(world, clock):
+    contact, _ = contact_upsert(project=world.project, email="attach@example.com")
+    ingest(world, external_id="crm-7", email="attach@example.com")
+    drain()
+    contact.refresh_from_db()
+    assert contact.external_id == "crm-7"
+
+
+def test_an_email_contact_keeps_its_own_external_id(world, clock):
+    contact, _ = contact_upsert(project=world.project, email="keep@example.com", external_id="a")
+    event = ingest(world, external_id="b", email="keep@example.com")
+    drain()
+    contact.refresh_from_db()
+    event.refresh_from_db()
+    assert contact.external_id == "a"
+    assert event.contact_id == contact.id
+
+
+def test_an_unknown_contact_id_alone_is_dead_lettered_at_once(world, clock):
+    event = ingest(world, contact_id=str(uuid.uuid4()))
+    drain()
+    event.refresh_from_db()
+    assert event.status == EventStatus.DEAD_LETTERED
+    assert event.attempts == 1
+    assert event.error_code == "unknown_contact_id"
+    assert "No active contact" in event.last_error
+
+
+def test_an_unknown_contact_id_falls_back_to_the_email(world, clock):
+    event = ingest(world, contact_id=str(uuid.uuid4()), email="fallback@example.com")
+    drain()
+    event.refresh_from_db()
+    assert event.status == EventStatus.PROCESSED
+    assert event.contact.email == "fallback@example.com"
+
+
+def test_a_contact_of_another_project_is_not_found(world, clock):
+    foreign, _ = contact_upsert(project=world.other_project, email="f@example.com")
+    event = ingest(world, contact_id=str(foreign.id))
+    drain()
+    event.refresh_from_db()
+    assert event.status == EventStatus.DEAD_LETTERED
+
+
+def test_an_unknown_external_id_alone_retries_until_the_contact_exists(world, clock):
+    event = ingest(world, external_id="later")
+    drain()
+    event.refresh_from_db()
+    assert event.status == EventStatus.FAILED
+    assert event.error_code == "contact_not_found"
+    contact, _ = contact_upsert(project=world.project, email="l@example.com", external_id="later")
+    clock.set(event.next_attempt_at)
+    drain()
+    event.refresh_from_db()
+    assert event.status == EventStatus.PROCESSED
+    assert event.contact_id == contact.id
+    assert event.last_error == ""
+
+
+# --- the hook point ---
+
+
+def test_handlers_run_inside_processing_with_the_resolved_contact(world, clock, handler):
+    seen = []
+    handler(lambda *, event, contact: seen.append((event.event, contact.email)))
+    ingest(world, email="hook@example.com")
+    drain()
+    assert ("order.completed", "hook@example.com") in seen
+
+
+def test_a_failing_handler_retries_with_backoff_then_dead_letters(world, clock, handler):
+    def explode(*, event, contact):
+        raise RuntimeError("automation store unavailable")
+
+    handler(explode)
+    event = ingest(world, email="retry@example.com")
+    delays = []
+    for attempt in range(1, 9):
+        assert drain() >= 1
+        event.refresh_from_db()
+        assert event.attempts == attempt
+        assert "automation store unavailable" in event.last_error
+        assert event.error_code == "exception:RuntimeError"
+        if attempt < 8:
+            assert event.status == EventStatus.FAILED
+            delay = (event.next_attempt_at - clock.current).total_seconds()
+            ceiling = min(600, 2 * 2 ** (attempt - 1))
+            assert ceiling / 2 <= delay <= ceiling
+            delays.append(delay)
+            # Not before it is due.
+            clock.advance(seconds=delay / 2 - 0.01)
+            assert drain() == 0
+            clock.set(event.next_attempt_at)
+    assert event.status == EventStatus.DEAD_LETTERED
+    assert event.next_attempt_at is None
+    assert delays == sorted(delays) or len(delays) == 7
+    # Nothing the failing attempts did survived them: no contact was left behind.
+    assert not Contact.objects.filter(email="retry@example.com").exists()
+    assert drain() == 0
+
+
+def test_the_retry_policy_follows_settings_and_project_overrides(world, settings):
+    default = retry_policy_for(world.project)
+    assert default == RetryPolicy(2.0, 2.0, 600.0, 8)
+    assert all(
+        dt.timedelta(seconds=150) <= default.delay(attempt) <= dt.timedelta(seconds=600)
+        for attempt in range(10, 30)
+    )
+    settings.EVENTS_RETRY_MAX_ATTEMPTS = 3
+    assert retry_policy_for(world.project).max_attempts == 3
+    world.project.event_retry_max_attempts = 5
+    assert retry_policy_for(world.project).max_attempts == 5
+
+
+def test_a_writing_handler_runs_once_per_event_when_a_batch_is_redelivered(world, clock, handler):
+    handler(bump)
+    contact, _ = contact_upsert(project=world.project, email="once@example.com")
+    event = ingest(world, email="once@example.com")
+    drain()
+    drain()  # the same wake-up delivered again
+    assert count_calls(contact) == 1
+
+    # A slow worker whose lease ran out while another worker took over the event.
+    second = ingest(world, email="once@example.com")
+    slow_token, slow_batch = events_claim()
+    clock.advance(seconds=61)
+    fast = events_process_batch()
+    assert fast.processed == [second.id]
+    late = BatchOutcome()
+    for claimed in slow_batch:
+        event_process(event=claimed, token=slow_token, outcome=late)
+    assert late.skipped == 1
+    assert late.processed == []
+    assert count_calls(contact) == 2
+    event.refresh_from_db()
+    second.refresh_from_db()
+    assert (event.status, second.status) == (EventStatus.PROCESSED, EventStatus.PROCESSED)
+    assert second.attempts == 2
+
+
+def test_a_claim_without_an_outcome_is_taken_over_after_the_lease(world, clock):
+    event = ingest(world, email="lease@example.com")
+    _, claimed = events_claim()  # a worker that then dies
+    assert [e.id for e in claimed] == [event.id]
+    clock.advance(seconds=59)
+    assert drain() == 0
+    clock.advance(seconds=2)
+    assert drain() == 2  # the event, then the contact.created its processing emitted
+    event.refresh_from_db()
+    assert event.status == EventStatus.PROCESSED
+    assert event.attempts == 2
+
+
+def test_an_event_that_keeps_killing_workers_is_dead_lettered(world, clock):
+    event = ingest(world, email="poison@example.com")
+    for _ in range(8):
+        events_claim()
+        clock.advance(seconds=61)
+    drain()
+    event.refresh_from_db()
+    assert event.status == EventStatus.DEAD_LETTERED
+    assert event.error_code == "worker_lost"
+
+
+def test_claims_skip_rows_another_worker_holds(world, clock):
+    for i in range(5):
+        ingest(world, email=f"c{i}@example.com")
+    _, first = events_claim(limit=3)
+    _, second = events_claim(limit=3)
+    assert len(first) == 3
+    assert len(second) == 2
+    assert not {e.id for e in first} & {e.id for e in second}
+
+
+# --- catalog, counted once per batch ---
+
+
+def test_the_catalog_counts_each_event_once_and_merges_types(world, clock):
+    ingest(world, email="a@example.com", payload={"total": 1, "items": [{"sku": "a"}]})
+    ingest(world, email="a@example.com", payload={"total": None, "coupon": "X"})
+    drain()
+    entry = EventType.objects.get(project=world.project, event="order.completed")
+    assert entry.occurrences_count == 2
+    assert entry.field_types == {
+        "total": ["null", "number"],
+        "items": ["array<object>"],
+        "items[].sku": ["string"],
+        "coupon": ["string"],
+    }
+    clock.advance(minutes=5)
+    ingest(world, email="b@example.com", payload={"total": 3})
+    drain()
+    entry.refresh_from_db()
+    assert entry.occurrences_count == 3
+    assert entry.first_seen_at == dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+    assert entry.last_seen_at == dt.datetime(2026, 1, 1, 12, 5, tzinfo=dt.UTC)
+
+
+def test_events_a_worker_left_uncounted_are_counted_by_the_sweep(world, clock):
+    event = ingest(world, email="gap@example.com")
+    token, claimed = events_claim()
+    event_process(event=claimed[0], token=token, outcome=BatchOutcome())  # then it dies
+    assert not EventType.objects.filter(event="order.completed").exists()
+    clock.advance(minutes=2)
+    sweep()
+    entry = EventType.objects.get(event="order.completed")
+    assert entry.occurrences_count == 1
+    event.refresh_from_db()
+    assert event.cataloged_at is not None
+    sweep()
+    entry.refresh_from_db()
+    assert entry.occurrences_count == 1
