@@ -6,3 +6,10 @@ from config.settings.base import env
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")
 DEBUG = False
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = True
+CSRF_COOKIE_SECURE = True
+
+# No embedded fallbacks here: SQLite, the filesystem broker and a per-process cache are for
+# one machine. Key and project lookups are cached, so every process must share the cache.
+for _required in ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL"):
+    env.str(_required)

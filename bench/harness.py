@@ -1,0 +1,293 @@
+"""What benchmarks share: the production server, keys, load, the psycopg baseline, results.
+
+A benchmark module asks the context for what it needs; the server starts (on a fresh
+`sendrealm_bench` database) the first time one asks for it and stops when the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from bench.loadgen import HttpSpec, Measurement, SqlSpec, run_clients
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = ROOT / "bench" / "results"
+PYTHON = sys.executable
+BIN = Path(PYTHON).parent
+
+
+def log(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class BenchSettings:
+    """Where the benchmark server keeps its state; dedicated, so a run may wipe it."""
+
+    database_url: str = os.environ.get(
+        "BENCH_DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5432/sendrealm_bench"
+    )
+    cache_url: str = os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/12")
+    broker_url: str = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/13")
+    duration: float = float(os.environ.get("BENCH_DURATION", "5"))
+    server_workers: int = int(os.environ.get("BENCH_SERVER_WORKERS", "2"))
+    # Two Python threads per worker overlap the Redis and PostgreSQL round trips; more only
+    # queue requests behind the GIL (longer tails, no more throughput on two cores).
+    server_threads: int = int(os.environ.get("BENCH_SERVER_THREADS", "2"))
+    client_processes: int = int(os.environ.get("BENCH_CLIENT_PROCESSES", "2"))
+
+
+def _pg_params(url: str) -> dict[str, Any]:
+    parts = urlsplit(url)
+    return {
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 5432,
+        "user": unquote(parts.username or "postgres"),
+        "password": unquote(parts.password or "") or None,
+        "dbname": unquote(parts.path.lstrip("/")),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    """The production WSGI server (granian), on loopback, against the bench database."""
+
+    def __init__(self, settings: BenchSettings) -> None:
+        self.settings = settings
+        self.port = _free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings.production",
+            "DJANGO_SECRET_KEY": "bench-" + secrets.token_urlsafe(32),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DATABASE_URL": settings.database_url,
+            "CACHE_URL": settings.cache_url,
+            "CELERY_BROKER_URL": settings.broker_url,
+            "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def prepare(self) -> None:
+        """A fresh database, migrated, and empty cache and broker databases."""
+        import psycopg
+        import redis
+        from psycopg import sql
+
+        params = _pg_params(self.settings.database_url)
+        name = params.pop("dbname")
+        with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        for url in (self.settings.cache_url, self.settings.broker_url):
+            redis.Redis.from_url(url).flushdb()
+        log(f"migrating {name}")
+        self.manage("migrate", "--noinput", "-v0")
+
+    def manage(self, *args: str) -> str:
+        return subprocess.run(
+            [PYTHON, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+
+    def start(self) -> None:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        logfile = (RESULTS_DIR / "server.log").open("wb")
+        threads = self.settings.server_threads
+        self.proc = subprocess.Popen(
+            [
+                str(BIN / "granian"),
+                "--interface=wsgi",
+                "--host=127.0.0.1",
+                f"--port={self.port}",
+                f"--workers={self.settings.server_workers}",
+                f"--blocking-threads={threads}",
+                f"--backpressure={threads}",
+                "--no-access-log",
+                "config.wsgi:application",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        logfile.close()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the server exited; see {RESULTS_DIR / 'server.log'}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{self.base_url}/health", timeout=2) as response,  # noqa: S310
+            ):
+                if response.status == 200:
+                    log(
+                        f"server up at {self.base_url} ({self.settings.server_workers} "
+                        f"workers x {threads} threads)"
+                    )
+                    return
+            time.sleep(0.2)
+        raise RuntimeError("the server did not become healthy within 30s")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        self.proc = None
+
+
+@dataclass
+class Context:
+    """Handed to every benchmark's `run(ctx)`."""
+
+    settings: BenchSettings = field(default_factory=BenchSettings)
+    _server: Server | None = None
+    _keys: dict[str, Any] | None = None
+
+    def server(self) -> Server:
+        """The running production server; started (fresh database) on first use."""
+        if self._server is None:
+            server = Server(self.settings)
+            self._server = server
+            server.prepare()
+            server.start()
+        return self._server
+
+    def keys(self) -> dict[str, Any]:
+        """`manage.py bootstrap --json` on the bench database, run once."""
+        if self._keys is None:
+            self._keys = json.loads(self.server().manage("bootstrap", "--json"))
+        return self._keys
+
+    @property
+    def database_url(self) -> str:
+        return self.settings.database_url
+
+    def pg_dsn(self) -> str:
+        """A libpq connection string for the bench database."""
+        from psycopg.conninfo import make_conninfo
+
+        params = _pg_params(self.settings.database_url)
+        return make_conninfo(**{k: v for k, v in params.items() if v is not None})
+
+    def http(
+        self,
+        path: str,
+        *,
+        concurrency: int,
+        method: str = "GET",
+        key: str | None = None,
+        project: str | None = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        duration: float | None = None,
+        requests: int | None = None,
+    ) -> Measurement:
+        """`concurrency` keep-alive clients hitting the server for a duration or a count."""
+        all_headers = dict(headers or {})
+        if key is not None:
+            all_headers["Authorization"] = f"Bearer {key}"
+        if project is not None:
+            all_headers["X-Service-Project-Id"] = project
+        raw = b""
+        if body is not None:
+            raw = json.dumps(body).encode()
+            all_headers.setdefault("Content-Type", "application/json")
+        spec = HttpSpec.build(
+            self.server().base_url, path, method=method, headers=all_headers, body=raw
+        )
+        return self._run(spec, concurrency, duration, requests)
+
+    def sql(
+        self,
+        query: str,
+        params: tuple[Any, ...] = (),
+        *,
+        concurrency: int,
+        duration: float | None = None,
+        requests: int | None = None,
+    ) -> Measurement:
+        """The baseline: `concurrency` threads, each on its own psycopg connection."""
+        self.server()  # the database exists and is migrated
+        return self._run(SqlSpec(self.pg_dsn(), query, params), concurrency, duration, requests)
+
+    def _run(
+        self,
+        spec: HttpSpec | SqlSpec,
+        concurrency: int,
+        duration: float | None,
+        requests: int | None,
+    ) -> Measurement:
+        if duration is None and requests is None:
+            duration = self.settings.duration
+        measurement = run_clients(
+            spec,
+            concurrency=concurrency,
+            duration=duration,
+            requests=requests,
+            processes=self.settings.client_processes,
+        )
+        mean_ms = sum(measurement.latencies) / max(1, measurement.count) * 1000
+        log(
+            f"{spec.describe()} x{concurrency}: {measurement.ops_per_s:.0f} ops/s, "
+            f"mean {mean_ms:.2f} ms, p99 {measurement.percentile_ms(0.99):.2f} ms, "
+            f"max {max(measurement.latencies, default=0) * 1000:.1f} ms"
+        )
+        if measurement.errors:
+            log(f"{measurement.errors} errors, first: {measurement.first_error}")
+        if measurement.late_processes:
+            log(f"{measurement.late_processes} load processes started late; figures are low")
+        return measurement
+
+    def result(self, name: str, measured: Measurement, baseline: Measurement) -> dict[str, Any]:
+        """One JSON line: the measured work against the raw psycopg baseline."""
+        ratio = measured.ops_per_s / baseline.ops_per_s if baseline.ops_per_s else None
+        return {
+            "name": name,
+            "ops_per_s": round(measured.ops_per_s, 1),
+            "p50_ms": round(measured.percentile_ms(0.50), 3),
+            "p95_ms": round(measured.percentile_ms(0.95), 3),
+            "baseline_ops_per_s": round(baseline.ops_per_s, 1),
+            "ratio": round(ratio, 4) if ratio is not None else None,
+            "concurrency": measured.concurrency,
+            "errors": measured.errors + baseline.errors,
+        }
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
