@@ -187,7 +187,7 @@ def test_a_failing_handler_retries_with_backoff_then_dead_letters(world, clock, 
             clock.set(event.next_attempt_at)
     assert event.status == EventStatus.DEAD_LETTERED
     assert event.next_attempt_at is None
-    assert delays == sorted(delays) or len(delays) == 7
+    assert len(delays) == 7
     # Nothing the failing attempts did survived them: no contact was left behind.
     assert not Contact.objects.filter(email="retry@example.com").exists()
     assert drain() == 0
