@@ -56,23 +56,24 @@ def ensure_postgres_database(url: str) -> None:
     """Creates the database DATABASE_URL names when the server answers but it is missing."""
     import psycopg
     from psycopg import sql
+    from psycopg.conninfo import make_conninfo
 
     parts = urlsplit(url)
-    params = {
-        "host": parts.hostname or "127.0.0.1",
-        "port": parts.port or 5432,
-        "user": unquote(parts.username or "postgres"),
-        "password": unquote(parts.password or "") or None,
-        "connect_timeout": 5,
-    }
+    server = make_conninfo(
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 5432,
+        user=unquote(parts.username or "postgres"),
+        password=unquote(parts.password or "") or None,
+        connect_timeout=5,
+    )
     name = unquote(parts.path.lstrip("/"))
     try:
-        psycopg.connect(dbname=name, **params).close()
+        psycopg.connect(server, dbname=name).close()
     except psycopg.OperationalError as exc:
         if "does not exist" not in str(exc):
             raise SystemExit(f"run: cannot connect to {parts.hostname}: {exc}") from None
         log(f"creating database {name}")
-        with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
+        with psycopg.connect(server, dbname="postgres", autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
