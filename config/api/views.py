@@ -4,6 +4,7 @@ from typing import ClassVar
 
 from rest_framework.views import APIView
 
+from config.api.errors import Unauthenticated
 from tenancy.access import Access, KeyRecord
 from tenancy.models import Project, Scope
 
@@ -33,9 +34,10 @@ class ProjectView(APIView):
 
     @property
     def key(self) -> KeyRecord:
-        """The authenticated key (authentication guarantees one before any handler runs)."""
+        """The authenticated key; authentication has refused the request without one."""
         key = self.request.auth
-        assert isinstance(key, KeyRecord)
+        if not isinstance(key, KeyRecord):
+            raise Unauthenticated()
         return key
 
     @property
