@@ -78,3 +78,14 @@ def _publish(*, countdown: float | None) -> bool:
             logger.debug("Closing the failed broker connection failed", exc_info=True)
         return False
     return True
+
+
+def events_wake_reset() -> None:
+    """Drops this thread's broker connection, e.g. after the broker address changed."""
+    connection = getattr(_local, "connection", None)
+    _local.connection = None
+    if connection is not None:
+        try:
+            connection.release()
+        except Exception:
+            logger.debug("Closing the broker connection failed", exc_info=True)

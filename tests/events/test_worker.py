@@ -18,6 +18,7 @@ from django.utils import timezone
 from config.celery import app as celery_app
 from events.conf import lease_seconds
 from events.models import Event, EventStatus
+from events.wake import events_wake_reset
 from tests.events.conftest import drain
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -86,6 +87,7 @@ def workers() -> Iterator[Callable[..., Worker]]:
 def _point_celery_at(broker_url: str | None) -> None:
     """Makes this process publish to `broker_url` (None: the configured broker)."""
     celery_app.conf.broker_write_url = broker_url
+    events_wake_reset()
     if celery_app._pool is not None:
         celery_app._pool.force_close_all()
     celery_app._pool = None
