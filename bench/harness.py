@@ -7,6 +7,8 @@ A benchmark module asks the context for what it needs; the server starts (on a f
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import secrets
@@ -14,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -48,6 +51,7 @@ class BenchSettings:
     # queue requests behind the GIL (longer tails, no more throughput on two cores).
     server_threads: int = int(os.environ.get("BENCH_SERVER_THREADS", "2"))
     client_processes: int = int(os.environ.get("BENCH_CLIENT_PROCESSES", "2"))
+    lock_wait: float = float(os.environ.get("BENCH_LOCK_WAIT", "300"))
 
 
 def _pg_params(url: str) -> dict[str, Any]:
@@ -65,6 +69,39 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+class BenchLock:
+    """One run at a time per bench database: a run drops and recreates it."""
+
+    def __init__(self, database_url: str, wait_seconds: float) -> None:
+        digest = hashlib.sha256(database_url.encode()).hexdigest()[:12]
+        self.path = Path(tempfile.gettempdir()) / f"sendrealm-bench-{digest}.lock"
+        self.wait_seconds = wait_seconds
+        self.file: Any = None
+
+    def acquire(self) -> None:
+        self.file = self.path.open("w")
+        deadline = time.monotonic() + self.wait_seconds
+        told = False
+        while True:
+            try:
+                fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"another benchmark run holds {self.path}; waited {self.wait_seconds}s"
+                    ) from None
+                if not told:
+                    log("another benchmark run uses the bench database; waiting for it")
+                    told = True
+                time.sleep(1)
+
+    def release(self) -> None:
+        if self.file is not None:
+            self.file.close()  # closing drops the lock
+            self.file = None
 
 
 class Server:
@@ -177,10 +214,13 @@ class Context:
     settings: BenchSettings = field(default_factory=BenchSettings)
     _server: Server | None = None
     _keys: dict[str, Any] | None = None
+    _lock: BenchLock | None = None
 
     def server(self) -> Server:
         """The running production server; started (fresh database) on first use."""
         if self._server is None:
+            self._lock = BenchLock(self.settings.database_url, self.settings.lock_wait)
+            self._lock.acquire()
             server = Server(self.settings)
             self._server = server
             server.prepare()
@@ -291,3 +331,6 @@ class Context:
         if self._server is not None:
             self._server.stop()
             self._server = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

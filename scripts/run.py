@@ -227,7 +227,7 @@ def main() -> int:
                 f"--host={HOST}",
                 f"--port={PORT}",
                 "--workers=1",
-                "--blocking-threads=8",
+                "--blocking-threads=4",
                 "--access-log",
                 "--static-path-route=/static",
                 f"--static-path-mount={ROOT / 'staticfiles'}",
