@@ -19,5 +19,7 @@ urlpatterns = [
     re_path(r"^.*$", not_found_view),
 ]
 
+handler400 = "config.api.exceptions.bad_request_view"
+handler403 = "config.api.exceptions.permission_denied_view"
 handler404 = "config.api.exceptions.not_found_view"
 handler500 = "config.api.exceptions.server_error_view"

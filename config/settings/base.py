@@ -131,7 +131,6 @@ SPECTACULAR_SETTINGS = {
             "ApiKey": {"type": "http", "scheme": "bearer", "description": "sr_… or sr_user_… key"}
         }
     },
-    "SECURITY": [{"ApiKey": []}],
     # Choice sets whose member names (`status`, `source`) other families also use.
     "ENUM_NAME_OVERRIDES": {
         "SubscriptionStatusEnum": "topics.models.SubscriptionStatus",
