@@ -8,6 +8,13 @@ import pytest
 
 from events.hooks import register_event_handler, unregister_event_handler
 from events.services.processing import events_process_due
+from events.wake import events_wake_rearm
+
+
+@pytest.fixture(autouse=True)
+def _wake_rearmed() -> None:
+    """Each test starts with the wake-up signal armed, in this process too."""
+    events_wake_rearm()
 
 
 @pytest.fixture
