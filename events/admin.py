@@ -21,10 +21,10 @@ class CappedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return self.object_list.values("pk")[:COUNT_CAP].count()  # type: ignore[union-attr]
+        return self.object_list.values("pk")[:COUNT_CAP].count()  # type: ignore[attr-defined,union-attr]
 
 
-_EVENT_FIELDS = [
+_EVENT_FIELDS: list[Any] = [
     "id",
     "project",
     "event",

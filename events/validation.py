@@ -224,6 +224,7 @@ def event_input_parse(raw: Any, *, project: Project, prefix: str = "") -> EventI
         raise ReservedEventName(
             issues=[Issue("reserved_event_name", f"{prefix}event", "This name is reserved.")]
         )
+    assert isinstance(name, str)
     return EventInput(
         event=name,
         email=normalised,

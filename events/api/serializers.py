@@ -81,7 +81,7 @@ class EventBatchResultSerializer(serializers.Serializer):
 class EventTypeSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     event = serializers.CharField()
-    source = serializers.ChoiceField(choices=EventSource.choices)
+    source = serializers.ChoiceField(choices=EventSource.choices)  # type: ignore[assignment]
     schema_hint = serializers.CharField(help_text='JSON string, e.g. `{"total":"number"}`.')
     contains_pii = serializers.BooleanField()
     first_seen_at = serializers.DateTimeField()

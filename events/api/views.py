@@ -110,4 +110,4 @@ class EventTypeListView(ProjectView):
         entries = event_type_list(
             project=self.project, search=request.query_params.get("search"), source=source
         )
-        return paginate(request, entries, event_types_data)
+        return paginate(request, entries, event_types_data)  # type: ignore[arg-type]

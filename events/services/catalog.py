@@ -46,13 +46,13 @@ def event_types_record(*, event_ids: Iterable[uuid.UUID]) -> int:
             return 0
         aggregates: dict[tuple[Any, str, str], _Aggregate] = {}
         for _, project_id, name, source, payload, created_at in rows:
-            entry = aggregates.setdefault((project_id, name, source), _Aggregate())
-            entry.count += 1
-            entry.first_seen = created_at if entry.first_seen is None else entry.first_seen
-            entry.last_seen = created_at
+            seen = aggregates.setdefault((project_id, name, source), _Aggregate())
+            seen.count += 1
+            seen.first_seen = created_at if seen.first_seen is None else seen.first_seen
+            seen.last_seen = created_at
             if isinstance(payload, dict):
-                entry.observation.add(payload)
-                entry.example = payload
+                seen.observation.add(payload)
+                seen.example = payload
         keys = sorted(aggregates, key=lambda k: (str(k[0]), k[1], k[2]))
         # Make sure every entry exists (sorted inserts, so two workers never deadlock),
         # then lock them in the same order and merge.
