@@ -2,10 +2,10 @@
 
 import uuid
 
-from django.core.cache import cache
 from django.db.models import QuerySet
 
 from tenancy.access import PERMISSION_SCOPES, ROLE_SCOPES, Access, KeyRecord, hash_secret
+from tenancy.cache import cached
 from tenancy.models import ApiKey, KeyKind, Membership, Project, ProjectGrant
 
 KEY_CACHE_SECONDS = 60
@@ -21,40 +21,36 @@ def project_cache_name(project_id: str) -> str:
 
 
 def api_key_record_get(*, secret: str) -> KeyRecord | None:
-    """The key for a presented secret, from the cache or the database; None if unknown."""
+    """The key for a presented secret, from the caches or the database; None if unknown."""
     secret_hash = hash_secret(secret)
-    name = key_cache_name(secret_hash)
-    record: KeyRecord | None = cache.get(name)
-    if record is not None:
-        return record
-    key = ApiKey.objects.filter(secret_hash=secret_hash).prefetch_related("projects").first()
-    if key is None:
-        return None
-    record = KeyRecord(
-        id=str(key.id),
-        kind=key.kind,
-        team_id=str(key.team_id),
-        project_id=str(key.project_id) if key.project_id else None,
-        all_projects=key.all_projects,
-        project_ids=frozenset(str(p.id) for p in key.projects.all()),
-        user_id=key.user_id,
-        scopes=frozenset(key.scopes or []),
-        permission=key.permission,
-        revoked=key.revoked_at is not None,
-    )
-    cache.set(name, record, KEY_CACHE_SECONDS)
-    return record
+
+    def load() -> KeyRecord | None:
+        key = ApiKey.objects.filter(secret_hash=secret_hash).prefetch_related("projects").first()
+        if key is None:
+            return None
+        return KeyRecord(
+            id=str(key.id),
+            kind=key.kind,
+            team_id=str(key.team_id),
+            project_id=str(key.project_id) if key.project_id else None,
+            all_projects=key.all_projects,
+            project_ids=frozenset(str(p.id) for p in key.projects.all()),
+            user_id=key.user_id,
+            scopes=frozenset(key.scopes or []),
+            permission=key.permission,
+            revoked=key.revoked_at is not None,
+        )
+
+    return cached(key_cache_name(secret_hash), load, shared_seconds=KEY_CACHE_SECONDS)
 
 
 def project_get(*, project_id: str) -> Project | None:
     """A project by id, cached; policy changes clear the cache entry."""
-    name = project_cache_name(project_id)
-    project: Project | None = cache.get(name)
-    if project is None:
-        project = Project.objects.filter(id=project_id).select_related("team").first()
-        if project is not None:
-            cache.set(name, project, PROJECT_CACHE_SECONDS)
-    return project
+    return cached(
+        project_cache_name(project_id),
+        lambda: Project.objects.filter(id=project_id).select_related("team").first(),
+        shared_seconds=PROJECT_CACHE_SECONDS,
+    )
 
 
 def access_resolve(*, key: KeyRecord, project: Project) -> Access | None:

@@ -5,11 +5,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.cache import cache
 from django.db import transaction
 
 from config import clock
 from tenancy.access import ALL_SCOPES, INTEGRATION_PREFIX, PERSONAL_PREFIX, hash_secret
+from tenancy.cache import forget, once_per
 from tenancy.models import ApiKey, KeyKind, Permission, Project, ProjectGrant, Team
 from tenancy.selectors import key_cache_name, project_cache_name
 
@@ -70,19 +70,19 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
 def api_key_forget(*, api_key: ApiKey) -> None:
     """Drops a key's cached record after it is revoked, deleted or its projects change."""
     name = key_cache_name(api_key.secret_hash)
-    cache.delete(name)
+    forget(name)
     # Again after commit: a request may have cached the old row in between.
-    transaction.on_commit(lambda: cache.delete(name))
+    transaction.on_commit(lambda: forget(name))
 
 
 def api_key_touch(*, key_id: str) -> None:
     """Records use of a key, at most once a minute per key so the hot path stays read-only."""
-    if cache.add(f"apikey-used:{key_id}", 1, 60):
+    if once_per(f"apikey-used:{key_id}", 60):
         ApiKey.objects.filter(id=key_id).update(last_used_at=clock.now())
 
 
 def project_forget(*, project: Project) -> None:
-    cache.delete(project_cache_name(str(project.id)))
+    forget(project_cache_name(str(project.id)))
 
 
 def _forget_now_and_on_commit(project: Project) -> None:

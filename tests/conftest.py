@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from config import clock as service_clock
 from tenancy.access import ALL_SCOPES
+from tenancy.cache import forget_local
 from tenancy.models import KeyKind, Permission, Project, Role, Team
 from tenancy.services import api_key_create
 from tests.factories import MembershipFactory, ProjectFactory, TeamFactory, UserFactory
@@ -164,5 +165,7 @@ def clock() -> Iterator[Clock]:
 def _clear_cache() -> Iterator[None]:
     """Keys and projects are cached in Redis; each test starts with none of them cached."""
     cache.clear()
+    forget_local()
     yield
     cache.clear()
+    forget_local()

@@ -5,11 +5,11 @@ import json
 import threading
 
 import pytest
-from django.core.cache import cache
 from django.db import connection
 
 from events.models import Event, EventStatus
 from tenancy.models import Project
+from tenancy.services import project_forget
 
 pytestmark = pytest.mark.django_db
 
@@ -138,7 +138,7 @@ def test_any_one_identity_is_enough(api, world, identity):
 
 def test_a_payload_over_the_project_limit_is_422_payload_too_large(api, world):
     Project.objects.filter(id=world.project.id).update(event_payload_limit_bytes=1024)
-    cache.clear()
+    project_forget(project=world.project)
     # Serialised compactly: {"blob":"..."} is 11 bytes plus the text.
     fits = post(api, world, {**GOOD, "payload": {"blob": "x" * (1024 - 11)}})
     assert fits.status_code == 202
@@ -316,7 +316,7 @@ def test_a_batch_answers_one_result_per_item_in_order_and_keeps_the_good_ones(ap
 
 def test_an_oversize_item_is_rejected_alone(api, world):
     Project.objects.filter(id=world.project.id).update(event_payload_limit_bytes=1024)
-    cache.clear()
+    project_forget(project=world.project)
     response = batch(api, world, [{**GOOD, "payload": {"b": "x" * 2000}}, GOOD])
     results = response.json()["data"]["results"]
     assert results[0]["error"]["code"] == "payload_too_large"
