@@ -16,8 +16,13 @@ class AudiencePropertyInline(admin.TabularInline):
     model = AudienceProperty
     extra = 0
     can_delete = False
-    fields = ["key", "type", "description", "created_at"]
-    readonly_fields = fields
+    readonly_fields = (
+        "key",
+        "type",
+        "description",
+        "created_at",
+    )
+    fields = readonly_fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -41,8 +46,15 @@ class AudienceMembershipAdmin(admin.ModelAdmin):
     list_select_related = ["contact", "audience"]
     search_fields = ["=contact__email", "=contact__external_id", "audience__name"]
     raw_id_fields = ["contact", "audience"]
-    fields = ["id", "audience", "contact", "properties_display", "created_at", "updated_at"]
-    readonly_fields = fields
+    readonly_fields = (
+        "id",
+        "audience",
+        "contact",
+        "properties_display",
+        "created_at",
+        "updated_at",
+    )
+    fields = readonly_fields
     show_full_result_count = False
     paginator = CappedCountPaginator
 

@@ -26,7 +26,7 @@ class CappedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return self.object_list.values("pk")[: COUNT_CAP + 1].count()  # type: ignore[union-attr]
+        return self.object_list.values("pk")[: COUNT_CAP + 1].count()  # type: ignore[union-attr, attr-defined]
 
 
 def pretty_json(value: Any) -> SafeString:
@@ -50,8 +50,12 @@ class ReadOnlyInline(admin.TabularInline):
 
 class MembershipInline(ReadOnlyInline):
     model = AudienceMembership
-    fields = ["audience", "properties_display", "created_at"]
-    readonly_fields = fields
+    readonly_fields = (
+        "audience",
+        "properties_display",
+        "created_at",
+    )
+    fields = readonly_fields
 
     @admin.display(description="properties")
     def properties_display(self, obj: AudienceMembership) -> SafeString:
@@ -60,8 +64,13 @@ class MembershipInline(ReadOnlyInline):
 
 class SubscriptionInline(ReadOnlyInline):
     model = Subscription
-    fields = ["topic", "status", "source", "changed_at"]
-    readonly_fields = fields
+    readonly_fields = (
+        "topic",
+        "status",
+        "source",
+        "changed_at",
+    )
+    fields = readonly_fields
 
 
 @admin.register(Contact)
@@ -76,7 +85,7 @@ class ContactAdmin(admin.ModelAdmin):
     show_full_result_count = False
     paginator = CappedCountPaginator
     raw_id_fields = ["project"]
-    fields = [
+    readonly_fields = (
         "id",
         "project",
         "email",
@@ -85,8 +94,8 @@ class ContactAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
         "deleted_at",
-    ]
-    readonly_fields = fields
+    )
+    fields = readonly_fields
     inlines = [MembershipInline, SubscriptionInline]
     actions = ["soft_delete"]
 
