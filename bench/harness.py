@@ -164,7 +164,6 @@ class Server:
                 f"--port={self.port}",
                 f"--workers={self.settings.server_workers}",
                 f"--blocking-threads={threads}",
-                f"--backpressure={threads}",
                 "--no-access-log",
                 "config.wsgi:application",
             ],
@@ -309,6 +308,11 @@ class Context:
         )
         if measurement.errors:
             log(f"{measurement.errors} errors, first: {measurement.first_error}")
+        if measurement.starved_clients:
+            log(
+                f"{measurement.starved_clients} of {concurrency} clients were never served in "
+                "the window; the figures describe the others only"
+            )
         if measurement.late_processes:
             log(f"{measurement.late_processes} load processes started late; figures are low")
         return measurement

@@ -144,6 +144,8 @@ class Measurement:
     first_error: str | None = None
     concurrency: int = 0
     late_processes: int = field(default=0)
+    # Clients that completed nothing in the window: the server never served them.
+    starved_clients: int = field(default=0)
 
     @property
     def count(self) -> int:
@@ -202,7 +204,7 @@ def _process(
     start_at: float,
     deadline: float,
     quota: int | None,
-) -> tuple[list[float], list[str], bool, float]:
+) -> tuple[list[float], list[str], bool, float, int]:
     late = time.time() > start_at
     results: list[list[float]] = [[] for _ in range(clients)]
     errors: list[str] = []
@@ -215,7 +217,8 @@ def _process(
     for thread in threads:
         thread.join()
     finished = time.time()
-    return [value for chunk in results for value in chunk], errors, late, finished
+    starved = sum(1 for chunk in results if not chunk)
+    return [value for chunk in results for value in chunk], errors, late, finished, starved
 
 
 def _entry(conn: Any, args: tuple[Any, ...]) -> None:
@@ -255,13 +258,14 @@ def run_clients(
         procs.append(proc)
     latencies: list[float] = []
     errors: list[str] = []
-    late = 0
+    late = starved = 0
     finished = start_at
     try:
         for parent in pipes:
             if not parent.poll(deadline - time.time() + 60):
                 raise TimeoutError("a load process did not report in time")
-            values, errs, was_late, ended = parent.recv()
+            values, errs, was_late, ended, idle = parent.recv()
+            starved += idle
             latencies += values
             errors += errs
             late += int(was_late)
@@ -279,4 +283,5 @@ def run_clients(
         first_error=errors[0] if errors else None,
         concurrency=concurrency,
         late_processes=late,
+        starved_clients=starved,
     )
