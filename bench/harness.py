@@ -46,6 +46,7 @@ class BenchSettings:
     cache_url: str = os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/12")
     broker_url: str = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/13")
     duration: float = float(os.environ.get("BENCH_DURATION", "5"))
+    server: str = os.environ.get("BENCH_SERVER", "granian")  # or gunicorn
     server_workers: int = int(os.environ.get("BENCH_SERVER_WORKERS", "2"))
     # Two Python threads per worker overlap the Redis and PostgreSQL round trips; more only
     # queue requests behind the GIL (longer tails, no more throughput on two cores).
@@ -154,19 +155,32 @@ class Server:
 
     def start(self) -> None:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        logfile = (RESULTS_DIR / "server.log").open("wb")
-        threads = self.settings.server_threads
-        self.proc = subprocess.Popen(
-            [
+        self.logfile = RESULTS_DIR / f"server-{self.port}.log"
+        logfile = self.logfile.open("wb")
+        workers, threads = self.settings.server_workers, self.settings.server_threads
+        if self.settings.server == "gunicorn":
+            command = [
+                str(BIN / "gunicorn"),
+                f"--bind=127.0.0.1:{self.port}",
+                f"--workers={workers}",
+                f"--threads={threads}",
+                "--worker-class=gthread",
+                "--keep-alive=30",
+                "config.wsgi:application",
+            ]
+        else:
+            command = [
                 str(BIN / "granian"),
                 "--interface=wsgi",
                 "--host=127.0.0.1",
                 f"--port={self.port}",
-                f"--workers={self.settings.server_workers}",
+                f"--workers={workers}",
                 f"--blocking-threads={threads}",
                 "--no-access-log",
                 "config.wsgi:application",
-            ],
+            ]
+        self.proc = subprocess.Popen(
+            command,
             cwd=ROOT,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -178,15 +192,15 @@ class Server:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited; see {RESULTS_DIR / 'server.log'}")
+                raise RuntimeError(f"the server exited; see {self.logfile}")
             with (
                 contextlib.suppress(OSError),
                 urllib.request.urlopen(f"{self.base_url}/health", timeout=2) as response,  # noqa: S310
             ):
                 if response.status == 200:
                     log(
-                        f"server up at {self.base_url} ({self.settings.server_workers} "
-                        f"workers x {threads} threads)"
+                        f"{self.settings.server} up at {self.base_url} ({workers} workers x "
+                        f"{threads} threads)"
                     )
                     return
             time.sleep(0.2)
