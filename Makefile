@@ -58,8 +58,8 @@ services:
 test: install
 	@$(TEST_ENV) scripts/ensure-services.sh
 	@echo "Running the test suite against $(TEST_DATABASE_URL)"
-	@$(TEST_ENV) timeout -k 10 $(TEST_TIMEOUT) $(BIN)/pytest $(PYTEST_ARGS) tests/; \
-		status=$$?; \
+	@status=0; $(TEST_ENV) timeout -k 10 $(TEST_TIMEOUT) $(BIN)/pytest $(PYTEST_ARGS) tests/ \
+		|| status=$$?; \
 		if [ $$status -eq 124 ]; then echo "The test suite ran past $(TEST_TIMEOUT)s."; fi; \
 		exit $$status
 
