@@ -3,8 +3,13 @@
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
+from rest_framework.utils.encoders import JSONEncoder
+
+_ORJSON_OPTIONS = orjson.OPT_UTC_Z | orjson.OPT_NON_STR_KEYS
+_fallback = JSONEncoder().default
 
 
 class EnvelopeRenderer(JSONRenderer):
@@ -19,7 +24,13 @@ class EnvelopeRenderer(JSONRenderer):
         response = (renderer_context or {}).get("response")
         if response is not None and not getattr(response, "enveloped", False):
             data = {"status": response.status_code, "data": data}
-        return super().render(data, accepted_media_type, renderer_context)
+        if data is None:
+            return b""
+        try:
+            return orjson.dumps(data, default=_fallback, option=_ORJSON_OPTIONS)
+        except (TypeError, orjson.JSONEncodeError):
+            # Beyond orjson (integers over 64 bits): the standard encoder writes them.
+            return super().render(data, accepted_media_type, renderer_context)
 
 
 def enveloped(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
