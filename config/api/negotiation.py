@@ -1,5 +1,6 @@
 """Content negotiation with a fast path for the clients every API has: JSON or anything."""
 
+from collections.abc import Iterable
 from typing import Any
 
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -14,8 +15,9 @@ class JsonFirstNegotiation(DefaultContentNegotiation):
     anything; other Accept headers go through DRF's full negotiation (and may get 406)."""
 
     def select_renderer(
-        self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
     ) -> tuple[BaseRenderer, str]:
+        renderers = list(renderers)
         accept = request.META.get("HTTP_ACCEPT", "")
         if not format_suffix and accept in _ANY and renderers:
             first: Any = renderers[0]
