@@ -1,7 +1,8 @@
 """The hook point of event processing: automations register here to match waits and
-start runs. Handlers run inside the event's processing transaction, so their writes
-commit exactly when the event becomes `processed`, and a handler that raises makes the
-attempt fail (retry with backoff, then the dead-letter queue)."""
+start runs. Handlers run inside the event's savepoint of the batch's processing
+transaction, so their writes commit exactly when the event becomes `processed`, and a
+handler that raises rolls back its event's writes and makes the attempt fail (retry with
+backoff, then the dead-letter queue)."""
 
 from typing import TYPE_CHECKING, Protocol
 

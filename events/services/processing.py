@@ -1,10 +1,10 @@
 """Processing: workers claim due events in micro-batches and process each once.
 
 A claim is a short transaction (`SELECT ... FOR UPDATE SKIP LOCKED`, then mark the rows
-`processing` with a claim token and a lease). Each event is then processed in its own
-transaction that first re-locks its row and checks the token, so an event is processed
-at most once however often a batch is delivered, and a row whose worker died becomes
-claimable again when its lease runs out.
+`processing` with a claim token and a lease). The batch is then processed in one
+transaction that first re-locks the rows and checks the token, with a savepoint per
+event, so an event is processed at most once however often a batch is delivered, and a
+row whose worker died becomes claimable again when its lease runs out.
 """
 
 import datetime as dt
@@ -12,9 +12,10 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import Case, F, Q, UUIDField, Value, When
 
 from config import clock
 from contacts.models import Contact
@@ -87,28 +88,54 @@ def events_claim(*, limit: int | None = None) -> tuple[uuid.UUID, list[Event]]:
 
 
 def event_process(*, event: Event, token: uuid.UUID, outcome: BatchOutcome) -> None:
-    """Processes one claimed event in its own transaction and records the outcome."""
-    policy = retry_policy_for(event.project)
-    try:
-        with transaction.atomic():
-            held = (
-                Event.objects.select_for_update()
-                .filter(id=event.id, status=EventStatus.PROCESSING, claim_token=token)
-                .exists()
+    """Processes one claimed event and records the outcome (a batch of one)."""
+    _process_claimed(events=[event], token=token, outcome=outcome)
+
+
+def _process_claimed(*, events: list[Event], token: uuid.UUID, outcome: BatchOutcome) -> None:
+    """Processes claimed events in one transaction: the rows this claim still holds are
+    locked together, each event runs in a savepoint of its own (so one failure costs only
+    its own writes), and the outcomes are written in bulk. A batch costs one commit, not
+    one per event; a worker that dies mid-batch commits nothing and the lease hands the
+    whole batch on."""
+    processed: list[Event] = []
+    with transaction.atomic():
+        held = set(
+            Event.objects.select_for_update()
+            .filter(
+                id__in=[event.id for event in events],
+                status=EventStatus.PROCESSING,
+                claim_token=token,
             )
-            if not held:
-                # Another worker took it over (our lease ran out) and may have finished it.
-                outcome.skipped += 1
-                return
-            if event.attempts > policy.max_attempts:
-                raise WorkerLost("Workers kept stopping while processing this event.")
-            contact = _resolve_contact(event)
-            event.contact = contact
-            for handler in event_handlers():
-                handler(event=event, contact=contact)
-            Event.objects.filter(id=event.id).update(
+            .values_list("id", flat=True)
+        )
+        # Rows not held were taken over by another worker (our lease ran out).
+        outcome.skipped += sum(1 for event in events if event.id not in held)
+        mine = [event for event in events if event.id in held]
+        contacts = ContactIndex.load(mine)
+        handlers = event_handlers()
+        for event in mine:
+            try:
+                with transaction.atomic():
+                    if event.attempts > retry_policy_for(event.project).max_attempts:
+                        raise WorkerLost("Workers kept stopping while processing this event.")
+                    contact = _resolve_contact(event, contacts)
+                    event.contact = contact
+                    for handler in handlers:
+                        handler(event=event, contact=contact)
+            except Exception as error:
+                contacts.forget_pending()
+                _record_failure(event=event, token=token, error=error, outcome=outcome)
+                continue
+            contacts.keep_pending()
+            processed.append(event)
+        if processed:
+            Event.objects.filter(id__in=[event.id for event in processed]).update(
                 status=EventStatus.PROCESSED,
-                contact=contact,
+                contact_id=Case(
+                    *[When(id=event.id, then=Value(event.contact_id)) for event in processed],
+                    output_field=UUIDField(),
+                ),
                 processed_at=clock.now(),
                 claim_token=None,
                 lease_expires_at=None,
@@ -116,9 +143,7 @@ def event_process(*, event: Event, token: uuid.UUID, outcome: BatchOutcome) -> N
                 last_error="",
                 error_code="",
             )
-        outcome.processed.append(event.id)
-    except Exception as error:
-        _record_failure(event=event, token=token, error=error, outcome=outcome)
+    outcome.processed.extend(event.id for event in processed)
 
 
 def _record_failure(
@@ -150,25 +175,69 @@ def _record_failure(
     )
 
 
-def _active(event: Event) -> QuerySet[Contact]:
-    return Contact.objects.filter(project_id=event.project_id, deleted_at__isnull=True)
+class ContactIndex:
+    """The active contacts a batch refers to, loaded in one query. Contacts an event
+    creates or changes join the index only once that event's savepoint has held."""
+
+    def __init__(self, contacts: list[Contact]) -> None:
+        self._by: dict[tuple[str, Any, Any], Contact] = {}
+        self._pending: list[Contact] = []
+        for contact in contacts:
+            self._add(contact)
+
+    @classmethod
+    def load(cls, events: list[Event]) -> "ContactIndex":
+        match = Q(pk__in=[])
+        for event in events:
+            ids = [ref for ref in (event.contact_ref, event.contact_id) if ref is not None]
+            if ids:
+                match |= Q(project_id=event.project_id, id__in=ids)
+            if event.external_id:
+                match |= Q(project_id=event.project_id, external_id=event.external_id)
+            if event.email:
+                match |= Q(project_id=event.project_id, email=event.email)
+        if not events:
+            return cls([])
+        return cls(list(Contact.objects.filter(match, deleted_at__isnull=True)))
+
+    def _add(self, contact: Contact) -> None:
+        self._by[("id", contact.project_id, contact.id)] = contact
+        if contact.external_id:
+            self._by[("external_id", contact.project_id, contact.external_id)] = contact
+        if contact.email:
+            self._by[("email", contact.project_id, contact.email)] = contact
+
+    def get(self, kind: str, project_id: Any, value: Any) -> Contact | None:
+        return self._by.get((kind, project_id, value))
+
+    def remember(self, contact: Contact) -> None:
+        self._pending.append(contact)
+
+    def keep_pending(self) -> None:
+        for contact in self._pending:
+            self._add(contact)
+        self._pending.clear()
+
+    def forget_pending(self) -> None:
+        self._pending.clear()
 
 
-def _resolve_contact(event: Event) -> Contact | None:
+def _resolve_contact(event: Event, contacts: ContactIndex) -> Contact | None:
     """Identity in the CONTRACT's order: contact_id, then external_id, then normalised email
     (an unknown email creates the contact, which emits `sendrealm.contact.created`)."""
+    project_id = event.project_id
     if event.source == EventSource.SYSTEM:
         if event.contact_id is None:
             return None
-        return _active(event).filter(id=event.contact_id).first()
+        return contacts.get("id", project_id, event.contact_id)
     if event.contact_ref is not None:
-        contact = _active(event).filter(id=event.contact_ref).first()
+        contact = contacts.get("id", project_id, event.contact_ref)
         if contact is not None:
             return contact
         if not (event.external_id or event.email):
             raise UnknownContactId(f"No active contact has id {event.contact_ref}.")
     if event.external_id:
-        contact = _active(event).filter(external_id=event.external_id).first()
+        contact = contacts.get("external_id", project_id, event.external_id)
         if contact is not None:
             return contact
         if not event.email:
@@ -177,13 +246,14 @@ def _resolve_contact(event: Event) -> Contact | None:
                 "create it with POST /contacts/upsert or send an email with the event."
             )
     if event.email:
-        contact = _active(event).filter(email=event.email).first()
+        contact = contacts.get("email", project_id, event.email)
         if contact is not None and (contact.external_id or not event.external_id):
             return contact
         # New email, or a known one without an external id to attach.
         contact, _ = contact_upsert(
             project=event.project, email=event.email, external_id=event.external_id
         )
+        contacts.remember(contact)
         return contact
     raise UnknownContactId("The event carries no identity.")
 
@@ -192,8 +262,8 @@ def events_process_batch(*, limit: int | None = None) -> BatchOutcome:
     """Claims one micro-batch, processes it, and counts it into the catalog."""
     token, events = events_claim(limit=limit)
     outcome = BatchOutcome(claimed=len(events))
-    for event in events:
-        event_process(event=event, token=token, outcome=outcome)
+    if events:
+        _process_claimed(events=events, token=token, outcome=outcome)
     if outcome.processed:
         event_types_record(event_ids=outcome.processed)
     if outcome.next_retry_at is not None:
