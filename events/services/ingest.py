@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from django.db import IntegrityError, connection, transaction
 
 from config import clock
@@ -32,10 +33,10 @@ _INSERT_ONE = (
 )
 _INSERT_MANY = (
     f"INSERT INTO {_TABLE} ({_COLUMNS}) "  # noqa: S608 (constants only)
-    "SELECT u.id, %s, u.event, 'customer', u.email, u.external_id, u.contact_ref, "
-    "u.payload::jsonb, u.occurred_at, u.idempotency_key, 'accepted', 0, %s, '', '', %s "
-    "FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::uuid[], %s::text[], "
-    "%s::timestamptz[], %s::text[]) "
+    "SELECT u.id, %b, u.event, 'customer', u.email, u.external_id, u.contact_ref, "
+    "u.payload::jsonb, u.occurred_at, u.idempotency_key, 'accepted', 0, %b, '', '', %b "
+    "FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::text[], %b::uuid[], %b::text[], "
+    "%b::timestamptz[], %b::text[]) "
     "AS u(id, event, email, external_id, contact_ref, payload, occurred_at, idempotency_key) "
     f"{_ON_CONFLICT} RETURNING id"
 )
@@ -73,6 +74,14 @@ def _iso(moment: dt.datetime) -> str:
 
 def _postgres() -> bool:
     return connection.vendor == "postgresql"
+
+
+def _binary_cursor() -> psycopg.Cursor[Any]:
+    """A cursor on Django's own connection (so in its transaction) that binds parameters
+    on the server: with `%b` placeholders arrays of text travel in binary, without the
+    per-element quoting of the text format (a third of a 500-event batch's time)."""
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
 
 
 def event_ingest(*, project: Project, item: EventInput) -> IngestResult:
@@ -118,7 +127,7 @@ def event_ingest_batch(
     if not valid:
         return list(items)  # type: ignore[arg-type]
     if _postgres():
-        with connection.cursor() as cursor:
+        with _binary_cursor() as cursor:
             cursor.execute(
                 _INSERT_MANY,
                 [
