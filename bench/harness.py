@@ -47,7 +47,8 @@ class BenchSettings:
     broker_url: str = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/13")
     duration: float = float(os.environ.get("BENCH_DURATION", "5"))
     server: str = os.environ.get("BENCH_SERVER", "granian")  # or gunicorn
-    server_workers: int = int(os.environ.get("BENCH_SERVER_WORKERS", "2"))
+    # One more worker than cores: while one waits on PostgreSQL another has the CPU.
+    server_workers: int = int(os.environ.get("BENCH_SERVER_WORKERS", "3"))
     # Two Python threads per worker overlap the Redis and PostgreSQL round trips; more only
     # queue requests behind the GIL (longer tails, no more throughput on two cores).
     server_threads: int = int(os.environ.get("BENCH_SERVER_THREADS", "2"))

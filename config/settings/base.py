@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "tenancy",
     "preparedactions",
@@ -128,6 +129,10 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "0.3.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /docs serves Swagger UI from our own static files, so it works without internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
