@@ -71,6 +71,12 @@ class Project(models.Model):
         max_length=16, choices=EmailNormalization.choices, default=EmailNormalization.PLAIN
     )
     default_from = models.CharField(max_length=320, blank=True, default="")
+    # Event processing retries; null keeps the service default (CONTRACT: 2 s base,
+    # factor 2, 600 s cap, 8 attempts).
+    event_retry_base_seconds = models.FloatField(null=True, blank=True)
+    event_retry_factor = models.FloatField(null=True, blank=True)
+    event_retry_cap_seconds = models.FloatField(null=True, blank=True)
+    event_retry_max_attempts = models.PositiveSmallIntegerField(null=True, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

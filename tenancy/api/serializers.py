@@ -18,6 +18,13 @@ class PoliciesSerializer(serializers.Serializer):
     prepared_action_ttl_seconds = serializers.IntegerField(min_value=1, max_value=86400)
     email_normalization = serializers.ChoiceField(choices=EmailNormalization.choices)
     default_from = serializers.CharField(allow_null=True, allow_blank=False, max_length=320)
+    # Null: the service default (2 s, factor 2, 600 s cap, 8 attempts).
+    event_retry_base_seconds = serializers.FloatField(
+        allow_null=True, min_value=0.1, max_value=3600
+    )
+    event_retry_factor = serializers.FloatField(allow_null=True, min_value=1, max_value=10)
+    event_retry_cap_seconds = serializers.FloatField(allow_null=True, min_value=1, max_value=86400)
+    event_retry_max_attempts = serializers.IntegerField(allow_null=True, min_value=1, max_value=50)
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         data = super().to_representation(instance)
