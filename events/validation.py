@@ -96,7 +96,12 @@ def _timestamp(value: Any, path: str, issues: list[Issue]) -> dt.datetime | None
             Issue("invalid_timestamp", path, "Must include a time zone offset, e.g. `Z`.")
         )
         return None
-    return parsed.astimezone(dt.UTC)
+    try:
+        return parsed.astimezone(dt.UTC)
+    except OverflowError:
+        # Year 1 or 9999 with an offset that carries it past the calendar's ends.
+        issues.append(Issue("invalid_timestamp", path, "Must be a time between years 1 and 9999."))
+        return None
 
 
 def event_input_parse(raw: Any, *, project: Project, prefix: str = "") -> EventInput:

@@ -203,12 +203,33 @@ def test_an_invalid_email_is_400(api, world):
 
 
 @pytest.mark.parametrize(
-    "value", ["yesterday", "2026-01-01T12:00:00", "2026-01-01", "2026-13-01T00:00:00Z", ""]
+    "value",
+    [
+        "yesterday",
+        "2026-01-01T12:00:00",
+        "2026-01-01",
+        "2026-13-01T00:00:00Z",
+        "",
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31T23:59:59-05:00",
+    ],
 )
 def test_bad_timestamps_are_400_at_occurred_at(api, world, value):
     response = post(api, world, {**GOOD, "occurred_at": value})
     assert response.status_code == 400
     assert {path for path, _ in issues(response)} == {"occurred_at"}
+
+
+def test_a_timestamp_past_the_calendar_rejects_only_its_batch_item(api, world):
+    response = api.post(
+        "/events/batch",
+        {"events": [GOOD, {**GOOD, "occurred_at": "9999-12-31T23:59:59-05:00"}]},
+        key=world.keys["project"],
+    )
+    assert response.status_code == 202
+    data = response.json()["data"]
+    assert (data["accepted"], data["rejected"]) == (1, 1)
+    assert data["results"][1]["error"]["issues"][0]["path"] == "events.1.occurred_at"
 
 
 def test_an_idempotency_key_over_255_characters_is_400(api, world):
