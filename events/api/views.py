@@ -107,7 +107,11 @@ class EventTypeListView(ProjectView):
             raise ValidationFailed.at(
                 "source", "Must be `customer` or `system`.", code="invalid_choice"
             )
-        entries = event_type_list(
-            project=self.project, search=request.query_params.get("search"), source=source
-        )
+        search = request.query_params.get("search")
+        if search is not None and "\x00" in search:
+            # PostgreSQL text cannot hold NUL; the query would fail with a 500.
+            raise ValidationFailed.at(
+                "search", "Contains characters not allowed.", code="invalid_characters"
+            )
+        entries = event_type_list(project=self.project, search=search, source=source)
         return paginate(request, entries, event_types_data)  # type: ignore[arg-type]

@@ -226,6 +226,7 @@ def test_event_types_pages_with_a_cursor_and_filters(api, world, django_assert_n
         ({"limit": 0}, "limit"),
         ({"limit": 101}, "limit"),
         ({"after": "tampered"}, "after"),
+        ({"search": "a\x00b"}, "search"),
     ],
 )
 def test_event_types_rejects_bad_parameters(api, world, params, path):
