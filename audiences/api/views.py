@@ -49,11 +49,7 @@ class AudienceListView(ProjectView):
 
     @extend_schema(responses={200: AudienceSerializer(many=True)}, operation_id="audiences_list")
     def get(self, request: Request) -> Response:
-        return paginate(
-            request,
-            audience_list(project=self.project),
-            lambda rows: AudienceSerializer(rows, many=True).data,
-        )
+        return paginate(request, audience_list(project=self.project), AudienceSerializer)
 
     @extend_schema(
         request=AudienceCreateSerializer,
@@ -101,9 +97,7 @@ class AudiencePropertyListView(AudienceScopedView):
     def get(self, request: Request, audience_id: uuid.UUID) -> Response:
         audience = self.audience(audience_id, with_properties=False)
         return paginate(
-            request,
-            audience_property_list(audience=audience),
-            lambda rows: AudiencePropertySerializer(rows, many=True).data,
+            request, audience_property_list(audience=audience), AudiencePropertySerializer
         )
 
     @extend_schema(
@@ -128,11 +122,7 @@ class AudienceMemberListView(AudienceScopedView):
     )
     def get(self, request: Request, audience_id: uuid.UUID) -> Response:
         audience = self.audience(audience_id, with_properties=False)
-        return paginate(
-            request,
-            membership_list(audience=audience),
-            lambda rows: MembershipSerializer(rows, many=True).data,
-        )
+        return paginate(request, membership_list(audience=audience), MembershipSerializer)
 
     @extend_schema(
         request=MemberAddSerializer,

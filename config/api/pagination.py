@@ -9,6 +9,7 @@ from django.core import signing
 from django.db.models import Model, Q, QuerySet
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 
 from config.api.envelope import enveloped
 from config.api.errors import Issue, ValidationFailed
@@ -50,12 +51,24 @@ def parse_limit(request: Request) -> int:
     return limit
 
 
+def _serialized(
+    serialize: type[BaseSerializer[Any]] | Callable[[Sequence[Model]], Any], rows: list[Any]
+) -> Any:
+    if isinstance(serialize, type):  # a serializer class; functions are not types
+        return serialize(rows, many=True).data
+    return serialize(rows)
+
+
 def paginate(
     request: Request,
     queryset: QuerySet[Any],
-    serialize: Callable[[Sequence[Model]], Any],
+    serialize: type[BaseSerializer[Any]] | Callable[[Sequence[Model]], Any],
 ) -> Response:
-    """One page of `queryset` as a list envelope with `metadata` (CONTRACT section 4)."""
+    """One page of `queryset` as a list envelope with `metadata` (CONTRACT section 4).
+
+    `serialize` is an output serializer class (the common case) or a callable that turns
+    the page's rows into the `data` array (for pages that need more than one serializer).
+    """
     limit = parse_limit(request)
     after = request.query_params.get("after")
     total = queryset.count()
@@ -75,7 +88,7 @@ def paginate(
     next_cursor = encode_cursor(rows[-1].created_at, rows[-1].pk) if has_more else None
     body = {
         "status": 200,
-        "data": serialize(rows),
+        "data": _serialized(serialize, rows),
         "metadata": {
             "total": total,
             "items": len(rows),

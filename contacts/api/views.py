@@ -33,11 +33,7 @@ class ContactListView(ProjectView):
 
     @extend_schema(responses={200: ContactSerializer(many=True)}, operation_id="contacts_list")
     def get(self, request: Request) -> Response:
-        return paginate(
-            request,
-            contact_list(project=self.project),
-            lambda rows: ContactSerializer(rows, many=True).data,
-        )
+        return paginate(request, contact_list(project=self.project), ContactSerializer)
 
 
 class ContactUpsertView(ProjectView):

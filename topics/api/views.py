@@ -25,11 +25,7 @@ class TopicListView(ProjectView):
 
     @extend_schema(responses={200: TopicSerializer(many=True)}, operation_id="topics_list")
     def get(self, request: Request) -> Response:
-        return paginate(
-            request,
-            topic_list(project=self.project),
-            lambda rows: TopicSerializer(rows, many=True).data,
-        )
+        return paginate(request, topic_list(project=self.project), TopicSerializer)
 
     @extend_schema(
         request=TopicCreateSerializer,
