@@ -29,19 +29,18 @@ from audiences.services import (
     membership_add,
     membership_remove,
 )
-from config.api.errors import NotFound
 from config.api.pagination import paginate
-from config.api.views import ProjectView
+from config.api.views import ProjectView, or_404
 
 
 class AudienceScopedView(ProjectView):
     def audience(self, audience_id: uuid.UUID, *, with_properties: bool = True) -> Audience:
-        audience = audience_get(
-            project=self.project, audience_id=audience_id, with_properties=with_properties
+        return or_404(
+            audience_get(
+                project=self.project, audience_id=audience_id, with_properties=with_properties
+            ),
+            "No such audience.",
         )
-        if audience is None:
-            raise NotFound("No such audience.")
-        return audience
 
 
 class AudienceListView(ProjectView):

@@ -1,14 +1,23 @@
 """The base view every project endpoint derives from: policy in one place."""
 
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from rest_framework.views import APIView
 
-from config.api.errors import Unauthenticated
+from config.api.errors import NotFound, Unauthenticated
 from tenancy.access import Access, KeyRecord
 from tenancy.models import Project, Scope
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+T = TypeVar("T")
+
+
+def or_404(found: T | None, message: str) -> T:
+    """What a selector found, or 404 `not_found` with `message` when it found nothing."""
+    if found is None:
+        raise NotFound(message)
+    return found
 
 
 class ProjectView(APIView):

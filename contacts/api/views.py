@@ -4,9 +4,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api.errors import NotFound
 from config.api.pagination import paginate
-from config.api.views import ProjectView
+from config.api.views import ProjectView, or_404
 from contacts.api.serializers import (
     ContactLookupSerializer,
     ContactSerializer,
@@ -84,15 +83,12 @@ class ContactLookupView(ProjectView):
 class ContactDetailView(ProjectView):
     """One active contact: read, change, soft-delete."""
 
-    def _contact(self, contact_id: uuid.UUID) -> Contact:
-        contact = contact_get(project=self.project, contact_id=contact_id)
-        if contact is None:
-            raise NotFound("No such contact.")
-        return contact
-
     @extend_schema(responses={200: ContactSerializer}, operation_id="contacts_retrieve")
     def get(self, request: Request, contact_id: uuid.UUID) -> Response:
-        return Response(ContactSerializer(self._contact(contact_id)).data)
+        contact = or_404(
+            contact_get(project=self.project, contact_id=contact_id), "No such contact."
+        )
+        return Response(ContactSerializer(contact).data)
 
     @extend_schema(
         request=ContactUpdateSerializer,

@@ -4,9 +4,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api.errors import NotFound
 from config.api.pagination import paginate
-from config.api.views import ProjectView
+from config.api.views import ProjectView, or_404
 from contacts.selectors import contact_get
 from topics.api.serializers import (
     SubscriptionsSetSerializer,
@@ -42,9 +41,7 @@ class TopicListView(ProjectView):
 class TopicDetailView(ProjectView):
     @extend_schema(responses={200: TopicSerializer}, operation_id="topics_retrieve")
     def get(self, request: Request, topic_id: uuid.UUID) -> Response:
-        topic = topic_get(project=self.project, topic_id=topic_id)
-        if topic is None:
-            raise NotFound("No such topic.")
+        topic = or_404(topic_get(project=self.project, topic_id=topic_id), "No such topic.")
         return Response(TopicSerializer(topic).data)
 
     @extend_schema(
@@ -76,9 +73,9 @@ class ContactSubscriptionsView(ProjectView):
         operation_id="contact_subscriptions_list",
     )
     def get(self, request: Request, contact_id: uuid.UUID) -> Response:
-        contact = contact_get(project=self.project, contact_id=contact_id)
-        if contact is None:
-            raise NotFound("No such contact.")
+        contact = or_404(
+            contact_get(project=self.project, contact_id=contact_id), "No such contact."
+        )
         return paginate(
             request,
             topics_with_subscription_of(contact=contact),
