@@ -2,7 +2,12 @@
 start runs. Handlers run inside the event's savepoint of the batch's processing
 transaction, so their writes commit exactly when the event becomes `processed`, and a
 handler that raises rolls back its event's writes and makes the attempt fail (retry with
-backoff, then the dead-letter queue)."""
+backoff, then the dead-letter queue).
+
+Later events of the same batch resolve their contacts through an index loaded when the
+batch started (plus what identity resolution itself created or changed), so a handler
+must not change a contact's email or external id, or delete it: the rest of its batch
+would still resolve to the contact as it was."""
 
 from typing import TYPE_CHECKING, Protocol
 

@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from contacts.models import Contact
 from contacts.services import contact_upsert
@@ -149,6 +150,111 @@ def test_an_unknown_external_id_alone_retries_until_the_contact_exists(world, cl
     assert event.status == EventStatus.PROCESSED
     assert event.contact_id == contact.id
     assert event.last_error == ""
+
+
+# --- contacts within one batch ---
+
+
+def test_a_batch_with_two_events_of_one_new_email_makes_one_contact(world, clock):
+    first = ingest(world, email="twice@example.com")
+    clock.advance(seconds=1)
+    second = ingest(world, email="Twice@Example.com")
+    outcome = events_process_batch()
+    assert set(outcome.processed) == {first.id, second.id}
+    contact = Contact.objects.get(project=world.project, email="twice@example.com")
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.contact_id == second.contact_id == contact.id
+    assert Event.objects.filter(event="sendrealm.contact.created").count() == 1
+
+
+def fail_when_asked(*, event, contact) -> None:
+    if event.payload.get("fail"):
+        raise RuntimeError("handler failed")
+
+
+def test_a_contact_a_failed_event_created_is_unknown_to_the_rest_of_its_batch(
+    world, clock, handler
+):
+    handler(fail_when_asked)
+    failing = ingest(world, email="rolled@example.com", payload={"fail": True})
+    clock.advance(seconds=1)
+    second = ingest(world, email="rolled@example.com")
+    outcome = events_process_batch()
+    assert outcome.processed == [second.id]
+    assert outcome.failed == 1
+    contact = Contact.objects.get(project=world.project, email="rolled@example.com")
+    second.refresh_from_db()
+    failing.refresh_from_db()
+    assert second.contact_id == contact.id
+    assert (failing.status, failing.contact_id) == (EventStatus.FAILED, None)
+    created = Event.objects.filter(event="sendrealm.contact.created")
+    assert [e.contact_id for e in created] == [contact.id]
+
+    # The retry finds the contact the second event made.
+    Event.objects.filter(id=failing.id).update(payload={})
+    clock.set(failing.next_attempt_at)
+    drain()
+    failing.refresh_from_db()
+    assert (failing.status, failing.contact_id) == (EventStatus.PROCESSED, contact.id)
+    assert Contact.objects.filter(project=world.project).count() == 1
+
+
+def test_an_external_id_a_failed_event_attached_is_unknown_to_the_rest_of_its_batch(
+    world, clock, handler
+):
+    handler(fail_when_asked)
+    contact, _ = contact_upsert(project=world.project, email="attach@example.com")
+    drain()  # its contact.created
+    failing = ingest(world, email="attach@example.com", external_id="crm-1", payload={"fail": True})
+    clock.advance(seconds=1)
+    by_external_id = ingest(world, external_id="crm-1")
+    outcome = events_process_batch()
+    assert outcome.processed == []
+    failing.refresh_from_db()
+    assert failing.status == EventStatus.FAILED
+    by_external_id.refresh_from_db()
+    assert by_external_id.status == EventStatus.FAILED
+    assert by_external_id.error_code == "contact_not_found"
+    contact.refresh_from_db()
+    assert contact.external_id is None
+
+
+def test_an_external_id_an_event_attached_resolves_the_rest_of_its_batch(world, clock):
+    contact, _ = contact_upsert(project=world.project, email="attach@example.com")
+    drain()  # its contact.created
+    ingest(world, email="attach@example.com", external_id="crm-2")
+    clock.advance(seconds=1)
+    by_external_id = ingest(world, external_id="crm-2")
+    events_process_batch()
+    by_external_id.refresh_from_db()
+    assert (by_external_id.status, by_external_id.contact_id) == (
+        EventStatus.PROCESSED,
+        contact.id,
+    )
+
+
+def statements(run) -> int:
+    """Statements `run` sends, without the savepoint each event gets."""
+    with CaptureQueriesContext(connection) as captured:
+        run()
+    return sum(
+        1
+        for query in captured.captured_queries
+        if not query["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
+    )
+
+
+def test_a_batch_resolves_its_contacts_in_a_fixed_number_of_statements(world, clock):
+    for i in range(30):
+        contact_upsert(project=world.project, email=f"q{i}@example.com")
+    drain()  # their contact.created
+    for i in range(3):
+        ingest(world, email=f"q{i}@example.com")
+    few = statements(events_process_batch)
+    for i in range(3, 30):
+        ingest(world, email=f"q{i}@example.com")
+    assert statements(events_process_batch) == few
 
 
 # --- the hook point ---
