@@ -94,6 +94,22 @@ def _emit(project: Project, name: str, contact: Contact) -> None:
     )
 
 
+def contact_get_for_update(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
+    """The active contact, its row locked until the caller's transaction ends; 404 otherwise.
+
+    The lock orders every read-merge-write of one contact (PATCH, subscriptions) against
+    the others and against its deletion. Call it inside `transaction.atomic`.
+    """
+    contact = (
+        Contact.objects.select_for_update()
+        .filter(project=project, id=contact_id, deleted_at__isnull=True)
+        .first()
+    )
+    if contact is None:
+        raise NotFound("No such contact.")
+    return contact
+
+
 def contact_upsert(
     *,
     project: Project,
@@ -245,13 +261,7 @@ def contact_update(
         _check_external_id(external_id)
     try:
         with transaction.atomic():
-            contact = (
-                Contact.objects.select_for_update()
-                .filter(project=project, id=contact_id, deleted_at__isnull=True)
-                .first()
-            )
-            if contact is None:
-                raise NotFound("No such contact.")
+            contact = contact_get_for_update(project=project, contact_id=contact_id)
             changed = []
             if normalised is not None and normalised != contact.email:
                 contact.email = normalised
@@ -279,13 +289,7 @@ def contact_delete(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
     """Soft-deletes an active contact: its email and external id are free again, and it
     leaves every audience. Its topic subscriptions stay with the deleted row as a record."""
     with transaction.atomic():
-        contact = (
-            Contact.objects.select_for_update()
-            .filter(project=project, id=contact_id, deleted_at__isnull=True)
-            .first()
-        )
-        if contact is None:
-            raise NotFound("No such contact.")
+        contact = contact_get_for_update(project=project, contact_id=contact_id)
         contact.deleted_at = clock.now()
         contact.save(update_fields=["deleted_at", "updated_at"])
         memberships_remove_for_contact(contact=contact)

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
-from contacts.models import Contact
+from contacts.services import contact_get_for_update
 from events.services import emit_system_event
 from tenancy.models import Project
 from topics.errors import TopicNameTaken
@@ -96,13 +96,7 @@ def subscriptions_set(
         raise ValidationFailed("Each topic may be listed once.", issues=issues)
     with transaction.atomic():
         # The contact's row lock serialises changes to its subscriptions and its deletion.
-        contact = (
-            Contact.objects.select_for_update()
-            .filter(project=project, id=contact_id, deleted_at__isnull=True)
-            .first()
-        )
-        if contact is None:
-            raise NotFound("No such contact.")
+        contact = contact_get_for_update(project=project, contact_id=contact_id)
         topics = {str(t.id): t for t in Topic.objects.filter(project=project, id__in=list(seen))}
         missing = [
             Issue(code="not_found", path=f"topics.{index}.topic_id", message="No such topic.")

@@ -1,10 +1,10 @@
 import pytest
 from django.db import transaction
 
-from config.api.errors import ValidationFailed
+from config.api.errors import NotFound, ValidationFailed
 from contacts.models import Contact
 from contacts.selectors import contact_get, contact_resolve
-from contacts.services import contact_upsert
+from contacts.services import contact_delete, contact_get_for_update, contact_upsert
 from events.models import Event
 from tests.contacts.factories import ContactFactory
 
@@ -74,3 +74,14 @@ def test_resolve_follows_contact_id_then_external_id_then_email(world):
     )
     assert resolve(project=world.other_project, email="a@example.com") is None
     assert contact_get(project=world.project, contact_id="garbage") is None
+
+
+def test_get_for_update_finds_only_an_active_contact_of_the_project(world):
+    active = ContactFactory(project=world.project)
+    deleted = ContactFactory(project=world.project)
+    contact_delete(project=world.project, contact_id=deleted.id)
+    with transaction.atomic():
+        assert contact_get_for_update(project=world.project, contact_id=active.id) == active
+        for project, contact in [(world.project, deleted), (world.other_project, active)]:
+            with pytest.raises(NotFound):
+                contact_get_for_update(project=project, contact_id=contact.id)
