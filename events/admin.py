@@ -108,7 +108,8 @@ class DeadLetteredEventAdmin(admin.ModelAdmin):
     def short_error(self, obj: Event) -> str:
         return obj.last_error[:120]
 
-    @admin.action(description="Requeue the selected events")
+    # Like the requeue button: staff who may only view the queue must not change it.
+    @admin.action(description="Requeue the selected events", permissions=["change"])
     def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         count = events_requeue(ids=queryset.values_list("id", flat=True))
         self.message_user(request, f"Requeued {count} events.", messages.SUCCESS)

@@ -3,6 +3,7 @@
 import datetime as dt
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from events.models import Event, EventStatus
@@ -82,6 +83,24 @@ def test_requeue_needs_staff(client, world):
     event = make_event(world.project)
     url = reverse("admin:events_deadletteredevent_requeue", args=[event.pk])
     client.post(url)
+    event.refresh_from_db()
+    assert event.status == EventStatus.DEAD_LETTERED
+
+
+def test_staff_who_may_only_view_the_queue_cannot_requeue(client, world):
+    user = UserFactory(username="queue-viewer@example.com", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_deadletteredevent"))
+    client.force_login(user)
+    event = make_event(world.project)
+    url = reverse("admin:events_deadletteredevent_changelist")
+    page = client.get(url)
+    assert page.status_code == 200
+    assert b"Requeue the selected events" not in page.content
+    client.post(url, {"action": "requeue", "_selected_action": [str(event.pk)]})
+    change = client.get(reverse("admin:events_deadletteredevent_change", args=[event.pk]))
+    assert b"Requeue this event" not in change.content
+    single = client.post(reverse("admin:events_deadletteredevent_requeue", args=[event.pk]))
+    assert single.status_code == 403
     event.refresh_from_db()
     assert event.status == EventStatus.DEAD_LETTERED
 
