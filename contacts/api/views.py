@@ -14,7 +14,12 @@ from contacts.api.serializers import (
     ContactUpsertSerializer,
 )
 from contacts.models import Contact
-from contacts.selectors import contact_get, contact_get_by_external_id, contact_list
+from contacts.selectors import (
+    contact_get,
+    contact_get_by_email,
+    contact_get_by_external_id,
+    contact_list,
+)
 from contacts.services import (
     MISSING,
     contact_delete,
@@ -71,8 +76,9 @@ class ContactLookupView(ProjectView):
         body.is_valid(raise_exception=True)
         contact: Contact | None
         if "email" in body.validated_data:
+            # Normalised first so that an invalid address is a 400 rather than a null.
             email = email_normalised(project=self.project, email=body.validated_data["email"])
-            contact = contact_list(project=self.project).filter(email=email).first()
+            contact = contact_get_by_email(project=self.project, email=email)
         else:
             contact = contact_get_by_external_id(
                 project=self.project, external_id=body.validated_data["external_id"]

@@ -183,6 +183,16 @@ def test_lookup_finds_the_active_contact_by_normalised_email(api, world):
     }
 
 
+def test_lookup_under_the_gmail_policy_finds_any_spelling_of_the_address(api, world):
+    world.project.email_normalization = EmailNormalization.GMAIL
+    world.project.save()
+    contact = ContactFactory(project=world.project, email="jdoe@gmail.com")
+    response = api.post(
+        "/contacts/lookup", {"email": "J.Doe+news@GoogleMail.com"}, key=world.keys["project"]
+    )
+    assert response.json()["data"]["id"] == str(contact.id)
+
+
 def test_lookup_of_an_unknown_or_deleted_email_is_200_with_null(api, world):
     ContactFactory(project=world.project, email="gone@example.com", deleted=True)
     ContactFactory(project=world.other_project, email="elsewhere@example.com")
