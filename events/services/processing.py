@@ -187,17 +187,23 @@ class ContactIndex:
 
     @classmethod
     def load(cls, events: list[Event]) -> "ContactIndex":
-        match = Q(pk__in=[])
-        for event in events:
-            ids = [ref for ref in (event.contact_ref, event.contact_id) if ref is not None]
-            if ids:
-                match |= Q(project_id=event.project_id, id__in=ids)
-            if event.external_id:
-                match |= Q(project_id=event.project_id, external_id=event.external_id)
-            if event.email:
-                match |= Q(project_id=event.project_id, email=event.email)
         if not events:
             return cls([])
+        # One IN list per identity kind and project, not one OR branch per event: a batch
+        # of 100 events plans three index scans instead of three hundred.
+        wanted: dict[Any, tuple[set[Any], set[str], set[str]]] = {}
+        for event in events:
+            ids, external_ids, emails = wanted.setdefault(event.project_id, (set(), set(), set()))
+            ids.update(ref for ref in (event.contact_ref, event.contact_id) if ref is not None)
+            if event.external_id:
+                external_ids.add(event.external_id)
+            if event.email:
+                emails.add(event.email)
+        match = Q(pk__in=[])
+        for project_id, (ids, external_ids, emails) in wanted.items():
+            match |= Q(project_id=project_id) & (
+                Q(id__in=ids) | Q(external_id__in=external_ids) | Q(email__in=emails)
+            )
         return cls(list(Contact.objects.filter(match, deleted_at__isnull=True)))
 
     def _add(self, contact: Contact) -> None:
