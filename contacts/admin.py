@@ -3,7 +3,7 @@
 import contextlib
 import json
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib import admin
 from django.core.paginator import Paginator
@@ -40,6 +40,10 @@ class ReadOnlyInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
+    rows_select_related: ClassVar[list[str]] = []
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).select_related(*self.rows_select_related)
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -50,6 +54,8 @@ class ReadOnlyInline(admin.TabularInline):
 
 class MembershipInline(ReadOnlyInline):
     model = AudienceMembership
+    # Each row shows its audience: fetched with the memberships, not one query per row.
+    rows_select_related = ["audience"]
     readonly_fields = (
         "audience",
         "properties_display",
@@ -64,6 +70,7 @@ class MembershipInline(ReadOnlyInline):
 
 class SubscriptionInline(ReadOnlyInline):
     model = Subscription
+    rows_select_related = ["topic"]
     readonly_fields = (
         "topic",
         "status",

@@ -1,5 +1,7 @@
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from tests.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
@@ -66,3 +68,16 @@ def test_audience_and_topic_pages_render(staff, world, path):
     SubscriptionFactory(topic__project=world.project)
     assert staff.get(path).status_code == 200
     assert staff.get(path, {"q": "x"}).status_code == 200
+
+
+def test_contact_page_queries_do_not_grow_with_memberships_and_subscriptions(staff, world):
+    def queries_for(count: int) -> int:
+        contact = ContactFactory(project=world.project)
+        for _ in range(count):
+            AudienceMembershipFactory(audience__project=world.project, contact=contact)
+            SubscriptionFactory(topic__project=world.project, contact=contact)
+        with CaptureQueriesContext(connection) as queries:
+            assert staff.get(f"/admin/contacts/contact/{contact.id}/change/").status_code == 200
+        return len(queries)
+
+    assert queries_for(1) == queries_for(4)
