@@ -1,5 +1,5 @@
-"""Tunables of the event pipeline: CONTRACT defaults, overridable per project once the
-project carries `event_retry_*` policies, and by Django settings for the whole service."""
+"""Tunables of the event pipeline: CONTRACT defaults, overridable per project through its
+`event_retry_*` policies, and by Django settings for the whole service."""
 
 import datetime as dt
 import random

@@ -82,7 +82,7 @@ def events_claim(*, limit: int | None = None) -> tuple[uuid.UUID, list[Event]]:
     events = list(
         Event.objects.filter(id__in=claimed, claim_token=token)
         .select_related("project")
-        .order_by("next_attempt_at", "created_at")
+        .order_by("next_attempt_at", "occurred_at", "created_at")
     )
     return token, events
 

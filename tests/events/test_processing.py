@@ -12,7 +12,7 @@ from contacts.models import Contact
 from contacts.services import contact_upsert
 from events.conf import RetryPolicy, retry_policy_for
 from events.models import Event, EventSource, EventStatus, EventType
-from events.services.ingest import event_ingest
+from events.services.ingest import event_ingest, event_ingest_batch
 from events.services.processing import (
     BatchOutcome,
     event_process,
@@ -410,3 +410,30 @@ def test_events_a_worker_left_uncounted_are_counted_by_the_sweep(world, clock):
     sweep()
     entry.refresh_from_db()
     assert entry.occurrences_count == 1
+
+
+def test_a_batch_is_processed_in_the_order_its_events_occurred(world, clock, handler):
+    seen: list[str] = []
+
+    def record(*, event, contact) -> None:
+        if event.source == EventSource.CUSTOMER:
+            seen.append(event.payload["n"])
+
+    handler(record)
+    contact_upsert(project=world.project, email="order@example.com")
+    base = dt.datetime(2026, 1, 1, 11, 0, tzinfo=dt.UTC)
+    items = [
+        event_input_parse(
+            {
+                "event": "step.done",
+                "email": "order@example.com",
+                "payload": {"n": str(n)},
+                "occurred_at": (base + dt.timedelta(seconds=n)).isoformat(),
+            },
+            project=world.project,
+        )
+        for n in (3, 1, 2, 0)
+    ]
+    event_ingest_batch(project=world.project, items=items)
+    drain()
+    assert seen == ["0", "1", "2", "3"]
