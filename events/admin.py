@@ -1,5 +1,6 @@
 """Staff console: events, the dead-letter queue (with requeue) and the event catalog."""
 
+import uuid
 from typing import Any
 
 from django.contrib import admin, messages
@@ -117,14 +118,14 @@ class DeadLetteredEventAdmin(admin.ModelAdmin):
     def get_urls(self) -> list[URLPattern]:
         return [
             path(
-                "<path:object_id>/requeue/",
+                "<uuid:object_id>/requeue/",
                 self.admin_site.admin_view(self.requeue_view),
                 name="events_deadletteredevent_requeue",
             ),
             *super().get_urls(),
         ]
 
-    def requeue_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+    def requeue_view(self, request: HttpRequest, object_id: uuid.UUID) -> HttpResponse:
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         if not self.has_change_permission(request):

@@ -79,6 +79,14 @@ def test_requeue_one_from_its_page(staff, world, clock):
     assert event.status == EventStatus.ACCEPTED
 
 
+def test_a_requeue_address_without_an_event_id_is_not_found(staff, world):
+    url = reverse("admin:events_deadletteredevent_changelist") + "not-an-id/requeue/"
+    response = staff.post(url, follow=True)
+    # The admin's own fallback for an unknown object ("does not exist"), never a 500.
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == reverse("admin:index")
+
+
 def test_requeue_needs_staff(client, world):
     event = make_event(world.project)
     url = reverse("admin:events_deadletteredevent_requeue", args=[event.pk])
