@@ -10,7 +10,7 @@ from audiences.models import Audience, AudienceMembership, AudienceProperty
 from audiences.values import property_values_checked
 from config.api.errors import Issue, NotFound, ValidationFailed
 from contacts.models import Contact
-from contacts.normalization import normalise_email
+from contacts.normalization import email_normalised, merge_fields
 from events.services import emit_system_event
 from tenancy.models import Project
 
@@ -91,13 +91,7 @@ def _locked_contact(
         path = "contact_id"
     else:
         path = "email"
-        try:
-            normal = normalise_email(email or "", policy=project.email_normalization)
-        except ValueError:
-            raise ValidationFailed.at(
-                "email", "Must be a valid email address.", code="invalid_email"
-            ) from None
-        contact = contacts.filter(email=normal).first()
+        contact = contacts.filter(email=email_normalised(project=project, email=email)).first()
     if contact is None:
         raise ValidationFailed(
             "The contact does not exist.",
@@ -135,13 +129,13 @@ def membership_add(
             .first()
         )
         if membership is not None:
-            merged = _merged(membership.properties, values)
+            merged = merge_fields(membership.properties, values)
             if merged != membership.properties:
                 membership.properties = merged
                 membership.save(update_fields=["properties", "updated_at"])
             return membership, False
         membership = AudienceMembership.objects.create(
-            audience=audience, contact=contact, properties=_merged({}, values)
+            audience=audience, contact=contact, properties=merge_fields({}, values)
         )
         emit_system_event(
             project=project,
@@ -155,16 +149,6 @@ def membership_add(
             },
         )
         return membership, True
-
-
-def _merged(current: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(current)
-    for key, value in values.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
 
 
 def membership_remove(

@@ -14,7 +14,7 @@ from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.models import Contact
-from contacts.normalization import normalise_email
+from contacts.normalization import email_normalised, merge_fields
 from events.services import emit_system_event
 from tenancy.models import Project
 
@@ -28,29 +28,6 @@ class _Missing(enum.Enum):
 # "Not given" for members where None has a meaning of its own (PATCH clears external_id).
 MISSING = _Missing.MISSING
 Missing = Literal[_Missing.MISSING]
-
-
-def merge_fields(current: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """Key-by-key merge; a key set to None is removed."""
-    merged = dict(current)
-    for key, value in changes.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
-
-
-def email_normalised(*, project: Project, email: Any, path: str = "email") -> str:
-    """The project's normal form of `email`; a 400 with an issue at `path` when invalid."""
-    if not isinstance(email, str):
-        raise ValidationFailed.at(path, "Must be a string.", code="invalid_type")
-    try:
-        return normalise_email(email, policy=project.email_normalization)
-    except ValueError:
-        raise ValidationFailed.at(
-            path, "Must be a valid email address.", code="invalid_email"
-        ) from None
 
 
 def _check_fields(fields: Any) -> dict[str, Any]:

@@ -4,6 +4,7 @@ import pytest
 
 from audiences.models import Audience, AudienceMembership, AudienceProperty
 from events.models import Event
+from tenancy.models import EmailNormalization
 from tests.audiences.factories import (
     AudienceFactory,
     AudienceMembershipFactory,
@@ -317,3 +318,23 @@ def test_remove_a_member_answers_the_membership_and_emits_left(api, world, audie
     [event] = Event.objects.filter(event="sendrealm.audience.left")
     assert (event.source, event.contact_id) == ("system", membership.contact_id)
     assert_error(api.delete(url, key=world.keys["project"]), 404, "not_found")
+
+
+def test_a_member_by_email_is_found_under_the_projects_policy_and_a_bad_address_is_400(
+    api, world, audience
+):
+    world.project.email_normalization = EmailNormalization.GMAIL
+    world.project.save()
+    contact = ContactFactory(project=world.project, email="jdoe@gmail.com")
+    added = api.post(
+        f"/audiences/{audience.id}/members",
+        {"email": "J.Doe+vip@googlemail.com"},
+        key=world.keys["project"],
+    )
+    assert added.status_code == 201
+    assert added.json()["data"]["contact_id"] == str(contact.id)
+    bad = api.post(
+        f"/audiences/{audience.id}/members", {"email": "nope"}, key=world.keys["project"]
+    )
+    error = assert_error(bad, 400, "validation_error")
+    assert [(i["code"], i["path"]) for i in error["issues"]] == [("invalid_email", "email")]
