@@ -87,6 +87,9 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHE_URL = env.str("CACHE_URL", default="")
+# Seconds each server process keeps key records and projects in memory in front of the
+# shared cache; changes on other processes are seen within this bound (0 turns it off).
+LOCAL_CACHE_SECONDS = env.float("LOCAL_CACHE_SECONDS", default=5)
 if CACHE_URL:
     CACHES = {"default": env.cache_url("CACHE_URL")}
 else:
