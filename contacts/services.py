@@ -7,7 +7,6 @@ from typing import Any, Literal
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection, transaction
-from django.utils import timezone
 
 from audiences.services import memberships_remove_for_contact
 from config import clock
@@ -143,7 +142,7 @@ def _upsert_postgresql(
         "external_id": external_id,
         "set": json.dumps(kept, cls=DjangoJSONEncoder),
         "removed": [key for key, value in changes.items() if value is None],
-        "now": timezone.now(),
+        "now": clock.now(),
     }
     for _ in range(UPSERT_ATTEMPTS):
         with transaction.atomic():
