@@ -39,6 +39,14 @@ def wake_debounce_seconds() -> int:
     return int(setting("EVENTS_WAKE_DEBOUNCE_SECONDS", 1))
 
 
+def wake_settle_seconds() -> float:
+    """How long a worker that ran dry waits before its last look. Web processes check the
+    shared wake-up signal at most every 0.25 s (events/wake.py), so one that looked just
+    before the worker re-armed it publishes nothing for that long; waiting it out means an
+    event committed in that window is processed now, not at the next beat sweep."""
+    return float(setting("EVENTS_WAKE_SETTLE_SECONDS", 0.3))
+
+
 def task_time_budget_seconds() -> float:
     """How long one processing task loops before handing the rest to a fresh task."""
     return float(setting("EVENTS_TASK_BUDGET_SECONDS", 20))

@@ -22,3 +22,6 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOGGING["root"]["level"] = "WARNING"
+# In-process drains in tests need not wait for web processes' wake-up debounce; the one
+# test of that wait sets it itself.
+EVENTS_WAKE_SETTLE_SECONDS = 0

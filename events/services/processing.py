@@ -20,7 +20,12 @@ from django.db.models import Case, F, Q, UUIDField, Value, When
 from config import clock
 from contacts.models import Contact
 from contacts.services import contact_upsert
-from events.conf import claim_batch_size, lease_seconds, retry_policy_for
+from events.conf import (
+    claim_batch_size,
+    lease_seconds,
+    retry_policy_for,
+    wake_settle_seconds,
+)
 from events.errors import ContactNotFound, ProcessingError, UnknownContactId, WorkerLost
 from events.hooks import event_handlers
 from events.models import Event, EventSource, EventStatus
@@ -291,11 +296,19 @@ def events_process_due(*, budget_seconds: float, limit: int | None = None) -> tu
         total += claimed
         if claimed == 0:
             # Re-arm the wake signal, then look once more: an event committed before the
-            # re-arm is found now, one committed after it publishes a new wake-up.
+            # re-arm is found now, one committed after it publishes a new wake-up (once
+            # the web process's own short debounce has passed: the settle covers that).
             events_wake_rearm()
             claimed = events_process_batch(limit=limit).claimed
             total += claimed
             if claimed == 0:
-                return total, False
+                settle = wake_settle_seconds()
+                if settle <= 0:
+                    return total, False
+                time.sleep(settle)
+                claimed = events_process_batch(limit=limit).claimed
+                total += claimed
+                if claimed == 0:
+                    return total, False
         if time.monotonic() >= deadline:
             return total, True

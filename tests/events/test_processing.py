@@ -2,6 +2,8 @@
 leases that outlive a dead worker, and redelivered batches that change nothing twice."""
 
 import datetime as dt
+import threading
+import time
 import uuid
 
 import pytest
@@ -18,6 +20,7 @@ from events.services.processing import (
     event_process,
     events_claim,
     events_process_batch,
+    events_process_due,
 )
 from events.tasks import sweep
 from events.validation import event_input_parse
@@ -437,3 +440,29 @@ def test_a_batch_is_processed_in_the_order_its_events_occurred(world, clock, han
     event_ingest_batch(project=world.project, items=items)
     drain()
     assert seen == ["0", "1", "2", "3"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_running_dry_waits_out_the_web_debounce_before_it_stops(world, settings):
+    """An event committed just after the worker's last look, while a web process still
+    holds off its own wake-up check, is processed by this drain, not the next sweep."""
+    settings.EVENTS_WAKE_SETTLE_SECONDS = 0.6
+    late: list[uuid.UUID] = []
+
+    def commit_late() -> None:
+        try:
+            time.sleep(0.2)
+            item = event_input_parse(
+                {"event": "order.completed", "email": "late@example.com"}, project=world.project
+            )
+            late.append(event_ingest(project=world.project, item=item).id)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=commit_late)
+    thread.start()
+    claimed, more = events_process_due(budget_seconds=10)
+    thread.join()
+    assert not more
+    assert claimed >= 1
+    assert Event.objects.get(id=late[0]).status == EventStatus.PROCESSED
