@@ -12,6 +12,9 @@ from django.core.cache import cache
 T = TypeVar("T")
 
 _local: dict[str, tuple[float, Any]] = {}
+# Entries are only replaced when read again, so a process that sees many keys or projects
+# would keep every one it ever saw; past this many, expired entries are dropped.
+LOCAL_MAX_ENTRIES = 10_000
 
 
 def local_seconds() -> float:
@@ -33,8 +36,18 @@ def cached(name: str, load: Callable[[], T | None], *, shared_seconds: int) -> T
         cache.set(name, value, shared_seconds)
     ttl = local_seconds()
     if ttl > 0:
-        _local[name] = (now + ttl, value)
+        _store(name, now + ttl, value)
     return value
+
+
+def _store(name: str, expires: float, value: Any) -> None:
+    if len(_local) >= LOCAL_MAX_ENTRIES:
+        now = time.monotonic()
+        for stale in [key for key, (until, _) in _local.items() if until <= now]:
+            _local.pop(stale, None)
+        if len(_local) >= LOCAL_MAX_ENTRIES:
+            _local.clear()
+    _local[name] = (expires, value)
 
 
 def forget(name: str) -> None:
@@ -54,5 +67,5 @@ def once_per(name: str, seconds: int) -> bool:
     hit = _local.get(name)
     if hit is not None and hit[0] > now:
         return False
-    _local[name] = (now + seconds, True)
+    _store(name, now + seconds, True)
     return bool(cache.add(name, 1, seconds))
