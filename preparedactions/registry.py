@@ -4,9 +4,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tenancy.access import Access
-from tenancy.models import Project
-
 EffectsFn = Callable[..., dict[str, Any]]
 ExecuteFn = Callable[..., tuple[int, Any]]
 
@@ -38,9 +35,3 @@ def unregister(name: str) -> None:
 
 def operation_get(name: str) -> Operation | None:
     return _operations.get(name)
-
-
-def describe(
-    operation: Operation, *, project: Project, resource_id: str, access: Access
-) -> dict[str, Any]:
-    return operation.effects(project=project, resource_id=resource_id, access=access)

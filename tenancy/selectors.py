@@ -85,10 +85,6 @@ def access_resolve(*, key: KeyRecord, project: Project) -> Access | None:
     return Access(key=key, project_id=project_id, scopes=scopes, role=role)
 
 
-def api_key_list(*, team_id: str) -> QuerySet[ApiKey]:
-    return ApiKey.objects.filter(team_id=team_id).select_related("project", "user")
-
-
 def project_list_for_key(*, key: KeyRecord) -> QuerySet[Project]:
     """Every project a key can reach (account discovery)."""
     projects = Project.objects.filter(team_id=key.team_id).select_related("team")
