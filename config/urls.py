@@ -14,8 +14,8 @@ urlpatterns = [
     path("", include("events.api.urls")),
     path("", include("tenancy.api.urls")),
     path("", include("contacts.api.urls")),
-    path("", include("audiences.api.urls")),
-    path("", include("topics.api.urls")),
+    path("", include("contacts.audiences.api.urls")),
+    path("", include("contacts.topics.api.urls")),
     # Every other path: the 404 envelope, whatever the method.
     re_path(r"^.*$", not_found_view),
 ]

@@ -13,10 +13,10 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from audiences.models import AudienceMembership
+from contacts.audiences.models import AudienceMembership
 from contacts.models import Contact
 from contacts.services import contact_delete
-from topics.models import Subscription
+from contacts.topics.models import Subscription
 
 COUNT_CAP = 10_000
 

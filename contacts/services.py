@@ -8,9 +8,9 @@ from typing import Any, Literal
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection, transaction
 
-from audiences.services import memberships_remove_for_contact
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
+from contacts.audiences.services import memberships_remove_for_contact
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.models import Contact
 from contacts.normalization import email_normalised, merge_fields

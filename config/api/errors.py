@@ -1,6 +1,9 @@
 """Domain errors: every service raises one of these; the exception handler renders it."""
 
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -127,3 +130,10 @@ class RateLimited(ServiceError):
     code = "rate_limited"
     status = 429
     message = "Too many requests; slow down."
+
+
+def or_404(found: T | None, message: str) -> T:
+    """What a selector found, or 404 `not_found` with `message` when it found nothing."""
+    if found is None:
+        raise NotFound(message)
+    return found

@@ -2,7 +2,6 @@
 
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import Direction
 
@@ -20,16 +19,6 @@ COMMON_ERRORS = {
 
 # What an operation without a key (health, the schema itself) can still answer.
 UNAUTHENTICATED_ERRORS = frozenset({"405", "500"})
-
-
-class ApiKeyScheme(OpenApiAuthenticationExtension):
-    """Documents `ApiKeyAuthentication` as the bearer scheme every operation uses."""
-
-    target_class = "config.api.authentication.ApiKeyAuthentication"
-    name = "ApiKey"
-
-    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:
-        return {"type": "http", "scheme": "bearer", "description": "sr_… or sr_user_… key"}
 
 
 class EnvelopeAutoSchema(AutoSchema):

@@ -27,11 +27,11 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "tenancy",
-    "preparedactions",
+    "tenancy.preparedactions",
     "events",
     "contacts",
-    "audiences",
-    "topics",
+    "contacts.audiences",
+    "contacts.topics",
 ]
 
 MIDDLEWARE = [
@@ -53,7 +53,7 @@ WSGI_APPLICATION = "config.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -108,8 +108,8 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["config.api.authentication.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["config.api.permissions.HasProjectAccess"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenancy.api.permissions.HasProjectAccess"],
     "DEFAULT_RENDERER_CLASSES": ["config.api.envelope.EnvelopeRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.JsonFirstNegotiation",
     "DEFAULT_PARSER_CLASSES": [
@@ -146,8 +146,8 @@ SPECTACULAR_SETTINGS = {
     },
     # Choice sets whose member names (`status`, `source`) other families also use.
     "ENUM_NAME_OVERRIDES": {
-        "SubscriptionStatusEnum": "topics.models.SubscriptionStatus",
-        "SubscriptionSourceEnum": "topics.models.SubscriptionSource",
+        "SubscriptionStatusEnum": "contacts.topics.models.SubscriptionStatus",
+        "SubscriptionSourceEnum": "contacts.topics.models.SubscriptionSource",
     },
 }
 

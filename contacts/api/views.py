@@ -4,8 +4,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.api.errors import or_404
 from config.api.pagination import paginate
-from config.api.views import ProjectView, or_404
 from contacts.api.serializers import (
     ContactLookupSerializer,
     ContactSerializer,
@@ -27,6 +27,7 @@ from contacts.services import (
     contact_upsert,
     email_normalised,
 )
+from tenancy.api.base import ProjectView
 from tenancy.models import Scope
 
 

@@ -6,7 +6,6 @@ from rest_framework.response import Response
 
 from config.api.errors import ServiceError, ValidationFailed
 from config.api.pagination import paginate
-from config.api.views import ProjectView
 from events.api.serializers import (
     EventAcceptedSerializer,
     EventBatchResultSerializer,
@@ -19,6 +18,7 @@ from events.models import EventSource
 from events.selectors import event_type_list
 from events.services.ingest import IngestResult, event_ingest, event_ingest_batch
 from events.validation import EventInput, batch_items_parse, error_object, event_input_parse
+from tenancy.api.base import ProjectView
 from tenancy.models import Scope
 
 

@@ -4,7 +4,7 @@ from rest_framework.response import Response
 
 from config.api.errors import Forbidden
 from config.api.pagination import paginate
-from config.api.views import ProjectView
+from tenancy.api.base import ProjectView
 from tenancy.api.serializers import ProjectSerializer, ProjectUpdateSerializer
 from tenancy.selectors import project_list_for_key
 from tenancy.services import project_update

@@ -18,8 +18,8 @@ from rest_framework.test import APIClient
 
 import config.urls
 from config.api.serializers import StrictSerializer
-from config.api.views import ProjectView
 from config.celery import app as celery_app
+from tenancy.api.base import ProjectView
 from tenancy.models import Membership
 
 pytestmark = pytest.mark.django_db

@@ -3,9 +3,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from tests.audiences.factories import AudienceMembershipFactory
+from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
-from tests.topics.factories import SubscriptionFactory
+from tests.contacts.topics.factories import SubscriptionFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -2,11 +2,11 @@ import uuid
 
 import pytest
 
-from audiences.models import AudienceMembership
+from contacts.audiences.models import AudienceMembership
 from contacts.models import Contact
 from events.models import Event
 from tenancy.models import EmailNormalization
-from tests.audiences.factories import AudienceMembershipFactory
+from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,190 @@
+"""Writes of audiences, their properties and memberships."""
+
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from config.api.errors import Issue, NotFound, ValidationFailed
+from contacts.audiences.errors import NameTaken, PropertyKeyTaken
+from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
+from contacts.audiences.values import property_values_checked
+from contacts.models import Contact
+from contacts.normalization import email_normalised, merge_fields
+from events.services import emit_system_event
+from tenancy.models import Project
+
+
+def _locked_audience(project: Project, audience_id: uuid.UUID | str) -> Audience:
+    audience = Audience.objects.select_for_update().filter(project=project, id=audience_id).first()
+    if audience is None:
+        raise NotFound("No such audience.")
+    return audience
+
+
+def audience_create(*, project: Project, name: str, description: str | None = None) -> Audience:
+    """A new, empty audience; its name is unique in the project (any case)."""
+    try:
+        with transaction.atomic():
+            return Audience.objects.create(project=project, name=name, description=description)
+    except IntegrityError:
+        raise NameTaken("audience") from None
+
+
+def audience_update(
+    *, project: Project, audience_id: uuid.UUID | str, changes: dict[str, Any]
+) -> Audience:
+    """Renames or re-describes an audience (`changes` holds `name` and/or `description`)."""
+    try:
+        with transaction.atomic():
+            audience = _locked_audience(project, audience_id)
+            changed = [name for name, value in changes.items() if getattr(audience, name) != value]
+            for name in changed:
+                setattr(audience, name, changes[name])
+            if changed:
+                audience.save(update_fields=[*changed, "updated_at"])
+            return audience
+    except IntegrityError:
+        raise NameTaken("audience") from None
+
+
+def audience_delete(*, project: Project, audience_id: uuid.UUID | str) -> Audience:
+    """Deletes an audience with its properties and memberships. Members do not "leave"
+    (no `sendrealm.audience.left`): the audience itself is gone."""
+    with transaction.atomic():
+        audience = _locked_audience(project, audience_id)
+        properties = list(audience.properties.order_by("created_at", "id"))
+        # A queryset delete keeps the instance's id for the answer.
+        Audience.objects.filter(pk=audience.pk).delete()
+        # The caller renders what was deleted, properties included.
+        audience._prefetched_objects_cache = {"properties": properties}  # type: ignore[attr-defined]
+        return audience
+
+
+def audience_property_create(
+    *,
+    project: Project,
+    audience_id: uuid.UUID | str,
+    key: str,
+    type: str,
+    description: str | None = None,
+) -> AudienceProperty:
+    """Adds a typed property to an audience; keys are unique per audience."""
+    try:
+        with transaction.atomic():
+            audience = Audience.objects.filter(project=project, id=audience_id).first()
+            if audience is None:
+                raise NotFound("No such audience.")
+            return AudienceProperty.objects.create(
+                audience=audience, key=key, type=type, description=description
+            )
+    except IntegrityError:
+        raise PropertyKeyTaken() from None
+
+
+def _locked_contact(
+    project: Project, contact_id: uuid.UUID | str | None, email: str | None
+) -> Contact:
+    contacts = Contact.objects.select_for_update().filter(project=project, deleted_at__isnull=True)
+    if contact_id is not None:
+        contact = contacts.filter(id=contact_id).first()
+        path = "contact_id"
+    else:
+        path = "email"
+        contact = contacts.filter(email=email_normalised(project=project, email=email)).first()
+    if contact is None:
+        raise ValidationFailed(
+            "The contact does not exist.",
+            issues=[Issue(code="not_found", path=path, message="No such contact.")],
+        )
+    return contact
+
+
+def membership_add(
+    *,
+    project: Project,
+    audience_id: uuid.UUID | str,
+    contact_id: uuid.UUID | str | None = None,
+    email: str | None = None,
+    properties: dict[str, Any] | None = None,
+) -> tuple[AudienceMembership, bool]:
+    """Puts a contact into an audience, or merges property values into its membership.
+
+    Returns (membership, created). Values must fit the audience's typed properties (None
+    removes one). A new membership emits `sendrealm.audience.entered`.
+    """
+    with transaction.atomic():
+        audience = Audience.objects.filter(project=project, id=audience_id).first()
+        if audience is None:
+            raise NotFound("No such audience.")
+        known = {prop.key: prop for prop in audience.properties.all()}
+        values = property_values_checked(
+            properties=known, values=properties or {}, path="properties"
+        )
+        # The contact's row lock orders this against its deletion and other adds.
+        contact = _locked_contact(project, contact_id, email)
+        membership = (
+            AudienceMembership.objects.filter(audience=audience, contact=contact)
+            .select_related("contact")
+            .first()
+        )
+        if membership is not None:
+            merged = merge_fields(membership.properties, values)
+            if merged != membership.properties:
+                membership.properties = merged
+                membership.save(update_fields=["properties", "updated_at"])
+            return membership, False
+        membership = AudienceMembership.objects.create(
+            audience=audience, contact=contact, properties=merge_fields({}, values)
+        )
+        emit_system_event(
+            project=project,
+            name="audience.entered",
+            contact=contact,
+            payload={
+                "audience_id": str(audience.id),
+                "audience_name": audience.name,
+                "contact_id": str(contact.id),
+                "properties": membership.properties,
+            },
+        )
+        return membership, True
+
+
+def membership_remove(
+    *, project: Project, audience_id: uuid.UUID | str, contact_id: uuid.UUID | str
+) -> AudienceMembership:
+    """Takes a contact out of an audience; emits `sendrealm.audience.left`."""
+    with transaction.atomic():
+        membership = (
+            AudienceMembership.objects.select_for_update(of=("self",))
+            .select_related("audience", "contact")
+            .filter(
+                audience__project=project,
+                audience_id=audience_id,
+                contact_id=contact_id,
+                contact__deleted_at__isnull=True,
+            )
+            .first()
+        )
+        if membership is None:
+            raise NotFound("The contact is not a member of this audience.")
+        AudienceMembership.objects.filter(pk=membership.pk).delete()
+        emit_system_event(
+            project=project,
+            name="audience.left",
+            contact=membership.contact,
+            payload={
+                "audience_id": str(membership.audience_id),
+                "audience_name": membership.audience.name,
+                "contact_id": str(membership.contact_id),
+            },
+        )
+        return membership
+
+
+def memberships_remove_for_contact(*, contact: Contact) -> int:
+    """Removes a (deleted) contact from every audience, silently: automations do not
+    react to a contact that no longer exists. Returns how many memberships went."""
+    deleted, _ = AudienceMembership.objects.filter(contact=contact).delete()
+    return deleted

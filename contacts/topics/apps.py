@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class TopicsConfig(AppConfig):
+    name = "contacts.topics"
+    label = "topics"
+    verbose_name = "Topics"

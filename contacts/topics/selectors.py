@@ -1,0 +1,66 @@
+"""Reads of topics and of a contact's subscriptions."""
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+
+from django.db.models import Prefetch, QuerySet
+
+from contacts.models import Contact
+from contacts.topics.models import Subscription, Topic
+from tenancy.models import Project
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    """A contact's effective status for one topic: its explicit choice or the default."""
+
+    topic: Topic
+    contact_id: uuid.UUID
+    status: str
+    source: str | None
+    changed_at: dt.datetime | None
+
+    @classmethod
+    def of(cls, topic: Topic, contact_id: uuid.UUID, sub: Subscription | None) -> "TopicStatus":
+        if sub is None:
+            return cls(topic, contact_id, topic.default_status, None, None)
+        return cls(topic, contact_id, sub.status, sub.source, sub.changed_at)
+
+
+def topic_list(*, project: Project) -> QuerySet[Topic]:
+    return Topic.objects.filter(project=project)
+
+
+def topic_get(*, project: Project, topic_id: uuid.UUID | str) -> Topic | None:
+    return topic_list(project=project).filter(id=topic_id).first()
+
+
+def topics_with_subscription_of(*, contact: Contact) -> QuerySet[Topic]:
+    """Every topic of the contact's project, each with `contact_subscriptions` holding the
+    contact's explicit choice (zero or one row)."""
+    return Topic.objects.filter(project_id=contact.project_id).prefetch_related(
+        Prefetch(
+            "subscriptions",
+            queryset=Subscription.objects.filter(contact=contact),
+            to_attr="contact_subscriptions",
+        )
+    )
+
+
+def topic_statuses(*, contact: Contact, topics: list[Topic]) -> list[TopicStatus]:
+    """Statuses for topics fetched through `topics_with_subscription_of`."""
+    return [
+        TopicStatus.of(
+            topic, contact.id, next(iter(getattr(topic, "contact_subscriptions", [])), None)
+        )
+        for topic in topics
+    ]
+
+
+def subscribed_contacts(*, topic: Topic) -> QuerySet[Contact]:
+    """Active contacts whose effective status for `topic` is subscribed (for sends)."""
+    contacts = Contact.objects.filter(project_id=topic.project_id, deleted_at__isnull=True)
+    if topic.default_status == "subscribed":
+        return contacts.exclude(subscriptions__topic=topic, subscriptions__status="unsubscribed")
+    return contacts.filter(subscriptions__topic=topic, subscriptions__status="subscribed")

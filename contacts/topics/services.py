@@ -1,0 +1,139 @@
+"""Writes of topics and subscriptions."""
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from config import clock
+from config.api.errors import Issue, NotFound, ValidationFailed
+from contacts.services import contact_get_for_update
+from contacts.topics.errors import TopicNameTaken
+from contacts.topics.models import Subscription, SubscriptionSource, SubscriptionStatus, Topic
+from contacts.topics.selectors import TopicStatus
+from events.services import emit_system_event
+from tenancy.models import Project
+
+
+def _locked_topic(project: Project, topic_id: uuid.UUID | str) -> Topic:
+    topic = Topic.objects.select_for_update().filter(project=project, id=topic_id).first()
+    if topic is None:
+        raise NotFound("No such topic.")
+    return topic
+
+
+def topic_create(
+    *,
+    project: Project,
+    name: str,
+    description: str | None = None,
+    default_status: str = SubscriptionStatus.UNSUBSCRIBED,
+) -> Topic:
+    """A new topic; its name is unique in the project (any case)."""
+    try:
+        with transaction.atomic():
+            return Topic.objects.create(
+                project=project, name=name, description=description, default_status=default_status
+            )
+    except IntegrityError:
+        raise TopicNameTaken() from None
+
+
+def topic_update(*, project: Project, topic_id: uuid.UUID | str, changes: dict[str, Any]) -> Topic:
+    """Changes `name`, `description` or `default_status`. A new default changes the
+    effective status of contacts without an explicit choice, but emits no events: nobody
+    subscribed or unsubscribed."""
+    try:
+        with transaction.atomic():
+            topic = _locked_topic(project, topic_id)
+            changed = [name for name, value in changes.items() if getattr(topic, name) != value]
+            for name in changed:
+                setattr(topic, name, changes[name])
+            if changed:
+                topic.save(update_fields=[*changed, "updated_at"])
+            return topic
+    except IntegrityError:
+        raise TopicNameTaken() from None
+
+
+def topic_delete(*, project: Project, topic_id: uuid.UUID | str) -> Topic:
+    """Deletes a topic and every subscription to it (no events)."""
+    with transaction.atomic():
+        topic = _locked_topic(project, topic_id)
+        Topic.objects.filter(pk=topic.pk).delete()
+        return topic
+
+
+def subscriptions_set(
+    *,
+    project: Project,
+    contact_id: uuid.UUID | str,
+    changes: Sequence[dict[str, Any]],
+    source: str = SubscriptionSource.API,
+) -> list[TopicStatus]:
+    """Sets a contact's status for the listed topics (others stay as they are).
+
+    `changes` holds `{"topic_id", "status"}` items. A change of the effective status emits
+    `sendrealm.topic.subscribed` or `.unsubscribed`, with the source, in the same
+    transaction. Unknown or repeated topics reject the whole request. Returns the statuses
+    of the listed topics in the order given.
+    """
+    seen: dict[str, int] = {}
+    issues: list[Issue] = []
+    for index, item in enumerate(changes):
+        key = str(item["topic_id"])
+        if key in seen:
+            issues.append(
+                Issue(
+                    code="duplicate",
+                    path=f"topics.{index}.topic_id",
+                    message="This topic is listed twice.",
+                )
+            )
+        seen[key] = index
+    if issues:
+        raise ValidationFailed("Each topic may be listed once.", issues=issues)
+    with transaction.atomic():
+        # The contact's row lock serialises changes to its subscriptions and its deletion.
+        contact = contact_get_for_update(project=project, contact_id=contact_id)
+        topics = {str(t.id): t for t in Topic.objects.filter(project=project, id__in=list(seen))}
+        missing = [
+            Issue(code="not_found", path=f"topics.{index}.topic_id", message="No such topic.")
+            for key, index in seen.items()
+            if key not in topics
+        ]
+        if missing:
+            raise ValidationFailed("Some topics do not exist.", issues=missing)
+        current = {
+            str(sub.topic_id): sub
+            for sub in Subscription.objects.filter(contact=contact, topic_id__in=list(topics))
+        }
+        now = clock.now()
+        results = []
+        for item in changes:
+            topic = topics[str(item["topic_id"])]
+            status = item["status"]
+            sub = current.get(str(topic.id))
+            before = sub.status if sub is not None else topic.default_status
+            if sub is None:
+                sub = Subscription.objects.create(
+                    topic=topic, contact=contact, status=status, source=source, changed_at=now
+                )
+            elif sub.status != status:
+                sub.status, sub.source, sub.changed_at = status, source, now
+                sub.save(update_fields=["status", "source", "changed_at", "updated_at"])
+            if before != status:
+                emit_system_event(
+                    project=project,
+                    name=f"topic.{status}",
+                    contact=contact,
+                    payload={
+                        "topic_id": str(topic.id),
+                        "topic_name": topic.name,
+                        "contact_id": str(contact.id),
+                        "source": source,
+                    },
+                )
+            results.append(TopicStatus.of(topic, contact.id, sub))
+        return results

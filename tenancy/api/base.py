@@ -1,0 +1,49 @@
+"""The base view every project endpoint derives from: policy in one place."""
+
+from typing import ClassVar
+
+from rest_framework.views import APIView
+
+from config.api.errors import Unauthenticated
+from tenancy.access import Access, KeyRecord
+from tenancy.models import Project, Scope
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class ProjectView(APIView):
+    """A project-scoped endpoint. Subclasses name the scope each method needs.
+
+    `project_scoped = False` serves calls outside any project (discovery); `paginated`
+    marks list endpoints for the schema. `read_scope` applies to GET/HEAD, `write_scope` to
+    every other method; `method_scopes` overrides a single method.
+    """
+
+    project_scoped: ClassVar[bool] = True
+    paginated: ClassVar[bool] = False
+    read_scope: ClassVar[str | None] = Scope.RESOURCES_READ
+    write_scope: ClassVar[str | None] = Scope.RESOURCES_WRITE
+    method_scopes: ClassVar[dict[str, str]] = {}
+
+    def required_scope(self, method: str) -> str | None:
+        if method in self.method_scopes:
+            return self.method_scopes[method]
+        if method == "OPTIONS":
+            return None
+        return self.read_scope if method in READ_METHODS else self.write_scope
+
+    @property
+    def key(self) -> KeyRecord:
+        """The authenticated key; authentication has refused the request without one."""
+        key = self.request.auth
+        if not isinstance(key, KeyRecord):
+            raise Unauthenticated()
+        return key
+
+    @property
+    def project(self) -> Project:
+        return self.request.project  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def access(self) -> Access:
+        return self.request.access  # type: ignore[attr-defined, no-any-return]
