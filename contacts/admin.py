@@ -26,7 +26,7 @@ class CappedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return self.object_list.values("pk")[: COUNT_CAP + 1].count()  # type: ignore[union-attr, attr-defined]
+        return self.object_list.values("pk")[: COUNT_CAP + 1].count()  # type: ignore[attr-defined]
 
 
 def pretty_json(value: Any) -> SafeString:

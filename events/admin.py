@@ -22,7 +22,7 @@ class CappedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return self.object_list.values("pk")[:COUNT_CAP].count()  # type: ignore[attr-defined,union-attr]
+        return self.object_list.values("pk")[:COUNT_CAP].count()  # type: ignore[attr-defined]
 
 
 _EVENT_FIELDS: list[Any] = [

@@ -27,7 +27,7 @@ def cached(name: str, load: Callable[[], T | None], *, shared_seconds: int) -> T
     now = time.monotonic()
     hit = _local.get(name)
     if hit is not None and hit[0] > now:
-        return hit[1]  # type: ignore[no-any-return]
+        return hit[1]
     value: T | None = cache.get(name)
     if value is None:
         value = load()

@@ -23,4 +23,4 @@ class JsonFirstNegotiation(DefaultContentNegotiation):
             first: Any = renderers[0]
             if first.media_type == "application/json" or accept != "application/json":
                 return first, first.media_type
-        return super().select_renderer(request, renderers, format_suffix)  # type: ignore[return-value]
+        return super().select_renderer(request, renderers, format_suffix)

@@ -42,8 +42,8 @@ class ProjectView(APIView):
 
     @property
     def project(self) -> Project:
-        return self.request.project  # type: ignore[attr-defined, no-any-return]
+        return self.request.project
 
     @property
     def access(self) -> Access:
-        return self.request.access  # type: ignore[attr-defined, no-any-return]
+        return self.request.access

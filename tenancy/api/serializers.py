@@ -61,7 +61,7 @@ class ProjectSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(PoliciesSerializer)
     def get_policies(self, project: Project) -> dict[str, Any]:
-        return PoliciesSerializer(project).data  # type: ignore[return-value]
+        return PoliciesSerializer(project).data
 
 
 class ProjectUpdateSerializer(StrictSerializer):

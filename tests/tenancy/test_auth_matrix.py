@@ -23,7 +23,7 @@ HEADERS = ("absent", "own", "other", "foreign", "nonexistent", "malformed")
 DENIED = "403 403 403 403 403 400v"
 UNAUTHENTICATED = "401 401 401 401 401 401"
 MATRIX: dict[str, tuple[str, str]] = {
-    # key: (GET /project, PATCH /project)
+    # Per key kind, the answers of GET /project and of PATCH /project:
     "project": ("M M 403 403 403 400v", "M M 403 403 403 400v"),
     "team": ("M M S 403 403 400v", "M M S 403 403 400v"),
     "team_selected": ("M M 403 403 403 400v", "M M 403 403 403 400v"),
