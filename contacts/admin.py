@@ -1,55 +1,18 @@
 """Staff console for contacts: find by email, external id or id; read fields as JSON."""
 
 import contextlib
-import json
 import uuid
-from typing import Any, ClassVar
 
 from django.contrib import admin
-from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.functional import cached_property
-from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
 from contacts.audiences.models import AudienceMembership
 from contacts.models import Contact
 from contacts.services import contact_delete
 from contacts.topics.models import Subscription
-
-COUNT_CAP = 10_000
-
-
-class CappedCountPaginator(Paginator):
-    """Counts at most COUNT_CAP + 1 rows, so a page of a huge table never scans all of it."""
-
-    @cached_property
-    def count(self) -> int:
-        return self.object_list.values("pk")[: COUNT_CAP + 1].count()  # type: ignore[attr-defined]
-
-
-def pretty_json(value: Any) -> SafeString:
-    return format_html(
-        '<pre style="margin:0">{}</pre>',
-        json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False),
-    )
-
-
-class ReadOnlyInline(admin.TabularInline):
-    extra = 0
-    can_delete = False
-    show_change_link = True
-    rows_select_related: ClassVar[list[str]] = []
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).select_related(*self.rows_select_related)
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class MembershipInline(ReadOnlyInline):
@@ -81,16 +44,15 @@ class SubscriptionInline(ReadOnlyInline):
 
 
 @admin.register(Contact)
-class ContactAdmin(admin.ModelAdmin):
-    """Read-only: contacts change through the API so that events are emitted."""
+class ContactAdmin(ReadOnlyModelAdmin):
+    """Read-only: contacts change through the API so that events are emitted. Staff who may
+    delete contacts can soft-delete them here, through the same service as the API."""
 
     list_display = ["email", "external_id", "project", "created_at", "deleted_at"]
     list_filter = [("deleted_at", admin.EmptyFieldListFilter)]
     list_select_related = ["project"]
     search_fields = ["email", "external_id"]
     search_help_text = "Exact email (any case), external id or contact id."
-    show_full_result_count = False
-    paginator = CappedCountPaginator
     raw_id_fields = ["project"]
     readonly_fields = (
         "id",
@@ -123,16 +85,11 @@ class ContactAdmin(admin.ModelAdmin):
             matches = matches | queryset.filter(id=uuid.UUID(term))
         return matches, False
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
+    def has_soft_delete_permission(self, request: HttpRequest) -> bool:
+        # The console never hard-deletes contacts, but soft-deleting one is a deletion.
+        return request.user.has_perm("contacts.delete_contact")
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    @admin.action(description="Soft-delete the selected contacts", permissions=["view"])
+    @admin.action(description="Soft-delete the selected contacts", permissions=["soft_delete"])
     def soft_delete(self, request: HttpRequest, queryset: QuerySet[Contact]) -> None:
         count = 0
         for contact in queryset.filter(deleted_at__isnull=True).select_related("project"):

@@ -5,25 +5,13 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
-from django.utils.functional import cached_property
 
+from config.admin import BigTableAdmin
 from events.models import DeadLetteredEvent, Event, EventStatus, EventType
 from events.services.deadletter import events_requeue
-
-COUNT_CAP = 10_000
-
-
-class CappedCountPaginator(Paginator):
-    """Counts at most COUNT_CAP rows: the events table is too big for COUNT(*)."""
-
-    @cached_property
-    def count(self) -> int:
-        return self.object_list.values("pk")[:COUNT_CAP].count()  # type: ignore[attr-defined]
-
 
 _EVENT_FIELDS: list[Any] = [
     "id",
@@ -50,15 +38,13 @@ _EVENT_FIELDS: list[Any] = [
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(BigTableAdmin):
     list_display = ["event", "project", "status", "attempts", "created_at"]
     list_filter = ["status", "source"]
     list_select_related = ["project"]
     search_fields = ["=id", "=idempotency_key", "event"]
     readonly_fields = _EVENT_FIELDS
     fields = _EVENT_FIELDS
-    paginator = CappedCountPaginator
-    show_full_result_count = False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -86,7 +72,7 @@ class ErrorCodeFilter(admin.SimpleListFilter):
 
 
 @admin.register(DeadLetteredEvent)
-class DeadLetteredEventAdmin(admin.ModelAdmin):
+class DeadLetteredEventAdmin(BigTableAdmin):
     """Events whose retries ran out, with their last error; requeue one or many."""
 
     list_display = ["event", "project", "error_code", "short_error", "attempts", "created_at"]
@@ -96,8 +82,6 @@ class DeadLetteredEventAdmin(admin.ModelAdmin):
     readonly_fields = _EVENT_FIELDS
     fields = _EVENT_FIELDS
     actions = ["requeue"]
-    paginator = CappedCountPaginator
-    show_full_result_count = False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).filter(status=EventStatus.DEAD_LETTERED)

@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from config.admin import beat_admin_secure
 from tenancy.models import ApiKey, Membership, Project, ProjectGrant, Team
 from tenancy.services import api_key_create, api_key_forget, api_key_revoke, project_forget
 
@@ -120,10 +121,15 @@ class ApiKeyAdmin(admin.ModelAdmin):
         for key in keys:
             api_key_forget(api_key=key)
 
-    @admin.action(description="Revoke the selected keys")
+    @admin.action(description="Revoke the selected keys", permissions=["change"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         revoked = 0
         for key in queryset.filter(revoked_at__isnull=True):
             api_key_revoke(api_key=key)
             revoked += 1
         self.message_user(request, f"Revoked {revoked} keys.", messages.SUCCESS)
+
+
+# django-celery-beat registers its admin before this module is imported (it comes first in
+# INSTALLED_APPS); its actions must need change permission like ours.
+beat_admin_secure(admin.site)

@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from contacts.admin import CappedCountPaginator, pretty_json
+from config.admin import ReadOnlyModelAdmin, pretty_json
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
 
 
@@ -39,7 +39,7 @@ class AudienceAdmin(admin.ModelAdmin):
 
 
 @admin.register(AudienceMembership)
-class AudienceMembershipAdmin(admin.ModelAdmin):
+class AudienceMembershipAdmin(ReadOnlyModelAdmin):
     """Read-only: memberships change through the API so that events are emitted."""
 
     list_display = ["contact", "audience", "created_at"]
@@ -55,18 +55,7 @@ class AudienceMembershipAdmin(admin.ModelAdmin):
         "updated_at",
     )
     fields = readonly_fields
-    show_full_result_count = False
-    paginator = CappedCountPaginator
 
     @admin.display(description="properties")
     def properties_display(self, obj: AudienceMembership) -> SafeString:
         return pretty_json(obj.properties)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

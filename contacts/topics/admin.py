@@ -1,11 +1,8 @@
 """Staff console for topics and subscriptions."""
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
-from contacts.admin import CappedCountPaginator
+from config.admin import ReadOnlyModelAdmin
 from contacts.topics.models import Subscription, Topic
 
 
@@ -20,7 +17,7 @@ class TopicAdmin(admin.ModelAdmin):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
+class SubscriptionAdmin(ReadOnlyModelAdmin):
     """Read-only consent records: changes go through the API, which records the source."""
 
     list_display = ["contact", "topic", "status", "source", "changed_at"]
@@ -38,14 +35,3 @@ class SubscriptionAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     ]
-    show_full_result_count = False
-    paginator = CappedCountPaginator
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
