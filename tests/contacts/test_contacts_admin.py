@@ -1,4 +1,5 @@
 import pytest
+from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -6,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -52,6 +54,47 @@ def test_the_soft_delete_action_deletes_through_the_service(staff, world):
     contact.refresh_from_db()
     assert contact.deleted_at is not None
     assert not contact.audience_memberships.exists()
+
+
+def contact_staff(*codenames: str) -> Client:
+    user = UserFactory(username=f"{'-'.join(codenames)}@example.com", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="contacts", codename__in=codenames)
+    )
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("codenames", [["view_contact"], ["view_contact", "change_contact"]])
+def test_staff_who_may_not_delete_contacts_cannot_soft_delete_them(world, codenames):
+    contact = ContactFactory(project=world.project)
+    client = contact_staff(*codenames)
+
+    page = client.get("/admin/contacts/contact/")
+    client.post(
+        "/admin/contacts/contact/",
+        {"action": "soft_delete", "_selected_action": [str(contact.id)]},
+    )
+
+    assert page.status_code == 200
+    assert b"Soft-delete the selected contacts" not in page.content
+    contact.refresh_from_db()
+    assert contact.deleted_at is None
+
+
+def test_staff_who_may_delete_contacts_can_soft_delete_them(world):
+    contact = ContactFactory(project=world.project)
+    client = contact_staff("view_contact", "delete_contact")
+
+    response = client.post(
+        "/admin/contacts/contact/",
+        {"action": "soft_delete", "_selected_action": [str(contact.id)]},
+    )
+
+    assert response.status_code == 302
+    contact.refresh_from_db()
+    assert contact.deleted_at is not None
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,12 @@ import re
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.contrib.auth.models import Permission as AuthPermission
 from django.contrib.messages import get_messages
 
 from tenancy.access import hash_secret
 from tenancy.models import ApiKey, KeyKind, Permission, Role
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -156,3 +158,18 @@ def test_bulk_deleting_keys_in_the_console_stops_them_at_once(staff, api, world)
 
     assert not ApiKey.objects.filter(id=key.id).exists()
     assert api.get("/projects", key=secret).status_code == 401
+
+
+def test_staff_who_may_only_view_keys_cannot_revoke_them(client, world):
+    user = UserFactory(username="key-viewer@example.com", is_staff=True)
+    user.user_permissions.add(AuthPermission.objects.get(codename="view_apikey"))
+    client.force_login(user)
+    key = ApiKey.objects.get(secret_hash=hash_secret(world.keys["project"]))
+
+    page = client.get(CHANGELIST_URL)
+    client.post(CHANGELIST_URL, {"action": "revoke_keys", "_selected_action": [str(key.id)]})
+
+    assert page.status_code == 200
+    assert b"Revoke the selected keys" not in page.content
+    key.refresh_from_db()
+    assert key.revoked_at is None
