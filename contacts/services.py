@@ -10,8 +10,8 @@ from django.db import IntegrityError, connection, transaction
 
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
-from contacts.audiences.services import memberships_remove_for_contact
 from contacts.errors import EmailTaken, ExternalIdTaken
+from contacts.hooks import contact_deleted_handlers
 from contacts.models import Contact
 from contacts.normalization import email_normalised, merge_fields
 from events.services import emit_system_event
@@ -262,11 +262,13 @@ def contact_update(
 
 
 def contact_delete(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
-    """Soft-deletes an active contact: its email and external id are free again, and it
-    leaves every audience. Its topic subscriptions stay with the deleted row as a record."""
+    """Soft-deletes an active contact: its email and external id are free again. Families
+    that keep rows about it react through `contacts.hooks` in the same transaction
+    (audiences drop its memberships; topic subscriptions stay as a record)."""
     with transaction.atomic():
         contact = contact_get_for_update(project=project, contact_id=contact_id)
         contact.deleted_at = clock.now()
         contact.save(update_fields=["deleted_at", "updated_at"])
-        memberships_remove_for_contact(contact=contact)
+        for handler in contact_deleted_handlers():
+            handler(contact=contact)
         return contact
