@@ -10,11 +10,11 @@ from django.db import IntegrityError, connection, transaction
 
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
+from config.outbox import system_event_emit
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.hooks import contact_deleted_handlers
 from contacts.models import Contact
 from contacts.normalization import email_normalised, merge_fields
-from events.services import emit_system_event
 from tenancy.models import Project
 
 UPSERT_ATTEMPTS = 5
@@ -57,8 +57,23 @@ def _conflict_for(error: IntegrityError) -> Conflict:
     return EmailTaken()
 
 
+def contact_event_emit(
+    *, project: Project, name: str, contact: Contact, payload: dict[str, Any]
+) -> None:
+    """Records the system event `sendrealm.<name>` about `contact` in the caller's
+    transaction (through the outbox), with the contact's identity as it is now."""
+    system_event_emit(
+        project=project,
+        name=name,
+        payload=payload,
+        contact_id=contact.id,
+        email=contact.email,
+        external_id=contact.external_id,
+    )
+
+
 def _emit(project: Project, name: str, contact: Contact) -> None:
-    emit_system_event(
+    contact_event_emit(
         project=project,
         name=name,
         contact=contact,

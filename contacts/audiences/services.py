@@ -11,7 +11,7 @@ from contacts.audiences.models import Audience, AudienceMembership, AudienceProp
 from contacts.audiences.values import property_values_checked
 from contacts.models import Contact
 from contacts.normalization import email_normalised, merge_fields
-from events.services import emit_system_event
+from contacts.services import contact_event_emit
 from tenancy.models import Project
 
 
@@ -137,7 +137,7 @@ def membership_add(
         membership = AudienceMembership.objects.create(
             audience=audience, contact=contact, properties=merge_fields({}, values)
         )
-        emit_system_event(
+        contact_event_emit(
             project=project,
             name="audience.entered",
             contact=contact,
@@ -170,7 +170,7 @@ def membership_remove(
         if membership is None:
             raise NotFound("The contact is not a member of this audience.")
         AudienceMembership.objects.filter(pk=membership.pk).delete()
-        emit_system_event(
+        contact_event_emit(
             project=project,
             name="audience.left",
             contact=membership.contact,

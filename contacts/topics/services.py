@@ -8,11 +8,10 @@ from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
-from contacts.services import contact_get_for_update
+from contacts.services import contact_event_emit, contact_get_for_update
 from contacts.topics.errors import TopicNameTaken
 from contacts.topics.models import Subscription, SubscriptionSource, SubscriptionStatus, Topic
 from contacts.topics.selectors import TopicStatus
-from events.services import emit_system_event
 from tenancy.models import Project
 
 
@@ -124,7 +123,7 @@ def subscriptions_set(
                 sub.status, sub.source, sub.changed_at = status, source, now
                 sub.save(update_fields=["status", "source", "changed_at", "updated_at"])
             if before != status:
-                emit_system_event(
+                contact_event_emit(
                     project=project,
                     name=f"topic.{status}",
                     contact=contact,
