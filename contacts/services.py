@@ -85,17 +85,28 @@ def _emit(project: Project, name: str, contact: Contact) -> None:
     )
 
 
-def contact_get_for_update(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
-    """The active contact, its row locked until the caller's transaction ends; 404 otherwise.
+def contact_find_for_update(
+    *, project: Project, contact_id: uuid.UUID | str | None = None, email: str | None = None
+) -> Contact | None:
+    """The active contact with `contact_id` (when given) or else with `email` (normalised by
+    the project's policy), its row locked until the caller's transaction ends; None when
+    there is none.
 
-    The lock orders every read-merge-write of one contact (PATCH, subscriptions) against
-    the others and against its deletion. Call it inside `transaction.atomic`.
+    The lock orders every read-merge-write of one contact (PATCH, subscriptions,
+    memberships) against the others and against its deletion. Call it inside
+    `transaction.atomic`.
     """
-    contact = (
-        Contact.objects.select_for_update()
-        .filter(project=project, id=contact_id, deleted_at__isnull=True)
-        .first()
-    )
+    contacts = Contact.objects.select_for_update().filter(project=project, deleted_at__isnull=True)
+    if contact_id is not None:
+        return contacts.filter(id=contact_id).first()
+    if email is not None:
+        return contacts.filter(email=email_normalised(project=project, email=email)).first()
+    return None
+
+
+def contact_get_for_update(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
+    """The active contact, its row locked as by `contact_find_for_update`; 404 otherwise."""
+    contact = contact_find_for_update(project=project, contact_id=contact_id)
     if contact is None:
         raise NotFound("No such contact.")
     return contact

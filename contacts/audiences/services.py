@@ -10,8 +10,8 @@ from contacts.audiences.errors import NameTaken, PropertyKeyTaken
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
 from contacts.audiences.values import property_values_checked
 from contacts.models import Contact
-from contacts.normalization import email_normalised, merge_fields
-from contacts.services import contact_event_emit
+from contacts.normalization import merge_fields
+from contacts.services import contact_event_emit, contact_find_for_update
 from tenancy.models import Project
 
 
@@ -85,14 +85,9 @@ def audience_property_create(
 def _locked_contact(
     project: Project, contact_id: uuid.UUID | str | None, email: str | None
 ) -> Contact:
-    contacts = Contact.objects.select_for_update().filter(project=project, deleted_at__isnull=True)
-    if contact_id is not None:
-        contact = contacts.filter(id=contact_id).first()
-        path = "contact_id"
-    else:
-        path = "email"
-        contact = contacts.filter(email=email_normalised(project=project, email=email)).first()
+    contact = contact_find_for_update(project=project, contact_id=contact_id, email=email)
     if contact is None:
+        path = "contact_id" if contact_id is not None else "email"
         raise ValidationFailed(
             "The contact does not exist.",
             issues=[Issue(code="not_found", path=path, message="No such contact.")],
