@@ -10,6 +10,7 @@ from django.db import IntegrityError, connection, transaction
 
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
+from config.models import model_update
 from config.outbox import system_event_emit
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.hooks import contact_deleted_handlers
@@ -214,16 +215,10 @@ def _upsert_portable(
                 .first()
             )
             if contact is not None:
-                changed = []
-                merged = merge_fields(contact.fields, changes)
-                if merged != contact.fields:
-                    contact.fields = merged
-                    changed.append("fields")
-                if external_id is not None and external_id != contact.external_id:
-                    contact.external_id = external_id
-                    changed.append("external_id")
-                if changed:
-                    contact.save(update_fields=[*changed, "updated_at"])
+                updates: dict[str, Any] = {"fields": merge_fields(contact.fields, changes)}
+                if external_id is not None:
+                    updates["external_id"] = external_id
+                if model_update(contact, fields=updates):
                     _emit(project, "contact.updated", contact)
                 return contact, False
             try:
@@ -264,23 +259,17 @@ def contact_update(
     try:
         with transaction.atomic():
             contact = contact_get_for_update(project=project, contact_id=contact_id)
-            changed = []
-            if normalised is not None and normalised != contact.email:
-                contact.email = normalised
-                changed.append("email")
-            merged = merge_fields(contact.fields, changes)
-            if merged != contact.fields:
-                contact.fields = merged
-                changed.append("fields")
-            if external_id is not MISSING and external_id != contact.external_id:
-                if external_id is None and not contact.email:
+            updates: dict[str, Any] = {"fields": merge_fields(contact.fields, changes)}
+            if normalised is not None:
+                updates["email"] = normalised
+            if external_id is not MISSING:
+                clears = external_id is None and contact.external_id is not None
+                if clears and not updates.get("email", contact.email):
                     raise ValidationFailed.at(
                         "external_id", "A contact without an email needs its external_id."
                     )
-                contact.external_id = external_id
-                changed.append("external_id")
-            if changed:
-                contact.save(update_fields=[*changed, "updated_at"])
+                updates["external_id"] = external_id
+            if model_update(contact, fields=updates):
                 _emit(project, "contact.updated", contact)
             return contact
     except IntegrityError as error:

@@ -6,6 +6,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from config.api.errors import Issue, NotFound, ValidationFailed
+from config.models import model_update
 from contacts.audiences.errors import NameTaken, PropertyKeyTaken
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
 from contacts.audiences.values import property_values_checked
@@ -38,11 +39,7 @@ def audience_update(
     try:
         with transaction.atomic():
             audience = _locked_audience(project, audience_id)
-            changed = [name for name, value in changes.items() if getattr(audience, name) != value]
-            for name in changed:
-                setattr(audience, name, changes[name])
-            if changed:
-                audience.save(update_fields=[*changed, "updated_at"])
+            model_update(audience, fields=changes)
             return audience
     except IntegrityError:
         raise NameTaken("audience") from None
