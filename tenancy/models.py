@@ -63,7 +63,7 @@ class Project(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="projects")
     name = models.CharField(max_length=200)
 
-    # Policies (CONTRACT section 10); `PATCH /project` changes them.
+    # Policies (docs/API.md, Foundation: project settings); `PATCH /project` changes them.
     event_payload_limit_bytes = models.PositiveIntegerField(default=65536)
     event_retention_days = models.PositiveIntegerField(default=90)
     run_retention_days = models.PositiveIntegerField(default=90)
@@ -73,8 +73,8 @@ class Project(models.Model):
         max_length=16, choices=EmailNormalization.choices, default=EmailNormalization.PLAIN
     )
     default_from = models.CharField(max_length=320, blank=True, default="")
-    # Event processing retries; null keeps the service default (CONTRACT: 2 s base,
-    # factor 2, 600 s cap, 8 attempts).
+    # Event processing retries; null keeps the service default (docs/API.md, Events:
+    # retries: 2 s base, factor 2, 600 s cap, 8 attempts).
     event_retry_base_seconds = models.FloatField(null=True, blank=True)
     event_retry_factor = models.FloatField(null=True, blank=True)
     event_retry_cap_seconds = models.FloatField(null=True, blank=True)
