@@ -32,7 +32,7 @@ help:
 	@echo "make install    create .venv and install requirements/dev.txt"
 	@echo "make run        migrate, then serve http://127.0.0.1:8000 with a Celery worker and beat"
 	@echo "make test       run the test suite (PostgreSQL and Redis on 127.0.0.1)"
-	@echo "make lint       ruff check and ruff format --check"
+	@echo "make lint       ruff check, ruff format --check and the import contracts"
 	@echo "make typecheck  mypy"
 	@echo "make check      manage.py check and makemigrations --check"
 	@echo "make bench      benchmarks against a production server (ONLY=<name> for one)"
@@ -66,6 +66,7 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 typecheck: install
 	$(BIN)/mypy .

@@ -1,23 +1,17 @@
 """Contacts: the people a project messages."""
 
-import uuid
-
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from tenancy.models import Project
+from tenancy.models import ProjectScopedModel
 
 
-class Contact(models.Model):
+class Contact(ProjectScopedModel):
     """A person in a project, found by normalised email or external id."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="contacts")
     email = models.CharField(max_length=320, null=True, blank=True)
     external_id = models.CharField(max_length=255, null=True, blank=True)
     fields = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -1,8 +1,11 @@
-"""Reads of contacts. Every selector takes the acting project and sees only active contacts."""
+"""Reads of contacts. Every selector sees only active contacts, of the acting project (or,
+for batch work across projects, of the projects it names)."""
 
 import uuid
+from collections.abc import Collection, Mapping
+from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from contacts.models import Contact
 from contacts.normalization import normalise_email
@@ -34,6 +37,21 @@ def contact_get_by_email(*, project: Project, email: str) -> Contact | None:
 
 def contact_get_by_external_id(*, project: Project, external_id: str) -> Contact | None:
     return contact_list(project=project).filter(external_id=external_id).first()
+
+
+def contact_list_by_identities(
+    *, wanted: Mapping[Any, tuple[Collection[Any], Collection[str], Collection[str]]]
+) -> QuerySet[Contact]:
+    """Active contacts of several projects in one query, for resolving a batch of events:
+    `wanted` maps a project id to the (ids, external ids, emails) to match in it. One IN
+    list per identity kind and project, not one OR branch per item: a batch of 100 plans
+    three index scans instead of three hundred."""
+    match = Q(pk__in=[])
+    for project_id, (ids, external_ids, emails) in wanted.items():
+        match |= Q(project_id=project_id) & (
+            Q(id__in=ids) | Q(external_id__in=external_ids) | Q(email__in=emails)
+        )
+    return Contact.objects.filter(match, deleted_at__isnull=True)
 
 
 def contact_resolve(

@@ -10,11 +10,12 @@ from django.db import IntegrityError, connection, transaction
 
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
-from contacts.audiences.services import memberships_remove_for_contact
+from config.models import model_update
+from config.outbox import system_event_emit
 from contacts.errors import EmailTaken, ExternalIdTaken
+from contacts.hooks import contact_deleted_handlers
 from contacts.models import Contact
 from contacts.normalization import email_normalised, merge_fields
-from events.services import emit_system_event
 from tenancy.models import Project
 
 UPSERT_ATTEMPTS = 5
@@ -57,8 +58,23 @@ def _conflict_for(error: IntegrityError) -> Conflict:
     return EmailTaken()
 
 
+def contact_event_emit(
+    *, project: Project, name: str, contact: Contact, payload: dict[str, Any]
+) -> None:
+    """Records the system event `sendrealm.<name>` about `contact` in the caller's
+    transaction (through the outbox), with the contact's identity as it is now."""
+    system_event_emit(
+        project=project,
+        name=name,
+        payload=payload,
+        contact_id=contact.id,
+        email=contact.email,
+        external_id=contact.external_id,
+    )
+
+
 def _emit(project: Project, name: str, contact: Contact) -> None:
-    emit_system_event(
+    contact_event_emit(
         project=project,
         name=name,
         contact=contact,
@@ -70,17 +86,28 @@ def _emit(project: Project, name: str, contact: Contact) -> None:
     )
 
 
-def contact_get_for_update(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
-    """The active contact, its row locked until the caller's transaction ends; 404 otherwise.
+def contact_find_for_update(
+    *, project: Project, contact_id: uuid.UUID | str | None = None, email: str | None = None
+) -> Contact | None:
+    """The active contact with `contact_id` (when given) or else with `email` (normalised by
+    the project's policy), its row locked until the caller's transaction ends; None when
+    there is none.
 
-    The lock orders every read-merge-write of one contact (PATCH, subscriptions) against
-    the others and against its deletion. Call it inside `transaction.atomic`.
+    The lock orders every read-merge-write of one contact (PATCH, subscriptions,
+    memberships) against the others and against its deletion. Call it inside
+    `transaction.atomic`.
     """
-    contact = (
-        Contact.objects.select_for_update()
-        .filter(project=project, id=contact_id, deleted_at__isnull=True)
-        .first()
-    )
+    contacts = Contact.objects.select_for_update().filter(project=project, deleted_at__isnull=True)
+    if contact_id is not None:
+        return contacts.filter(id=contact_id).first()
+    if email is not None:
+        return contacts.filter(email=email_normalised(project=project, email=email)).first()
+    return None
+
+
+def contact_get_for_update(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
+    """The active contact, its row locked as by `contact_find_for_update`; 404 otherwise."""
+    contact = contact_find_for_update(project=project, contact_id=contact_id)
     if contact is None:
         raise NotFound("No such contact.")
     return contact
@@ -188,16 +215,10 @@ def _upsert_portable(
                 .first()
             )
             if contact is not None:
-                changed = []
-                merged = merge_fields(contact.fields, changes)
-                if merged != contact.fields:
-                    contact.fields = merged
-                    changed.append("fields")
-                if external_id is not None and external_id != contact.external_id:
-                    contact.external_id = external_id
-                    changed.append("external_id")
-                if changed:
-                    contact.save(update_fields=[*changed, "updated_at"])
+                updates: dict[str, Any] = {"fields": merge_fields(contact.fields, changes)}
+                if external_id is not None:
+                    updates["external_id"] = external_id
+                if model_update(contact, fields=updates):
                     _emit(project, "contact.updated", contact)
                 return contact, False
             try:
@@ -238,23 +259,17 @@ def contact_update(
     try:
         with transaction.atomic():
             contact = contact_get_for_update(project=project, contact_id=contact_id)
-            changed = []
-            if normalised is not None and normalised != contact.email:
-                contact.email = normalised
-                changed.append("email")
-            merged = merge_fields(contact.fields, changes)
-            if merged != contact.fields:
-                contact.fields = merged
-                changed.append("fields")
-            if external_id is not MISSING and external_id != contact.external_id:
-                if external_id is None and not contact.email:
+            updates: dict[str, Any] = {"fields": merge_fields(contact.fields, changes)}
+            if normalised is not None:
+                updates["email"] = normalised
+            if external_id is not MISSING:
+                clears = external_id is None and contact.external_id is not None
+                if clears and not updates.get("email", contact.email):
                     raise ValidationFailed.at(
                         "external_id", "A contact without an email needs its external_id."
                     )
-                contact.external_id = external_id
-                changed.append("external_id")
-            if changed:
-                contact.save(update_fields=[*changed, "updated_at"])
+                updates["external_id"] = external_id
+            if model_update(contact, fields=updates):
                 _emit(project, "contact.updated", contact)
             return contact
     except IntegrityError as error:
@@ -262,11 +277,13 @@ def contact_update(
 
 
 def contact_delete(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
-    """Soft-deletes an active contact: its email and external id are free again, and it
-    leaves every audience. Its topic subscriptions stay with the deleted row as a record."""
+    """Soft-deletes an active contact: its email and external id are free again. Families
+    that keep rows about it react through `contacts.hooks` in the same transaction
+    (audiences drop its memberships; topic subscriptions stay as a record)."""
     with transaction.atomic():
         contact = contact_get_for_update(project=project, contact_id=contact_id)
         contact.deleted_at = clock.now()
         contact.save(update_fields=["deleted_at", "updated_at"])
-        memberships_remove_for_contact(contact=contact)
+        for handler in contact_deleted_handlers():
+            handler(contact=contact)
         return contact

@@ -1,5 +1,5 @@
 """Validation of event submissions, written by hand: it runs on every ingest, and a
-serializer per item cost more than the insert. Errors are the CONTRACT envelope's."""
+serializer per item cost more than the insert. Errors are the envelope's (docs/API.md)."""
 
 import datetime as dt
 import json
@@ -105,7 +105,7 @@ def _timestamp(value: Any, path: str, issues: list[Issue]) -> dt.datetime | None
 
 
 def event_input_parse(raw: Any, *, project: Project, prefix: str = "") -> EventInput:
-    """Checks one submission against CONTRACT section 5; `prefix` locates it in a batch.
+    """Checks one submission against docs/API.md, Events; `prefix` locates it in a batch.
 
     Raises ValidationFailed (400, every problem as an issue), then ReservedEventName or
     PayloadTooLarge (422).
@@ -269,7 +269,7 @@ def batch_items_parse(raw: Any) -> list[Any]:
 
 
 def error_object(error: ServiceError) -> dict[str, Any]:
-    """A rejected batch item's `error`: the error object of CONTRACT section 1."""
+    """A rejected batch item's `error`: the error object of the envelope (docs/API.md)."""
     return {
         "code": error.code,
         "message": error.message,

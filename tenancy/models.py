@@ -1,6 +1,8 @@
 """Teams, their projects and members, and the API keys that act on them."""
 
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -61,7 +63,7 @@ class Project(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="projects")
     name = models.CharField(max_length=200)
 
-    # Policies (CONTRACT section 10); `PATCH /project` changes them.
+    # Policies (docs/API.md, Foundation: project settings); `PATCH /project` changes them.
     event_payload_limit_bytes = models.PositiveIntegerField(default=65536)
     event_retention_days = models.PositiveIntegerField(default=90)
     run_retention_days = models.PositiveIntegerField(default=90)
@@ -71,8 +73,8 @@ class Project(models.Model):
         max_length=16, choices=EmailNormalization.choices, default=EmailNormalization.PLAIN
     )
     default_from = models.CharField(max_length=320, blank=True, default="")
-    # Event processing retries; null keeps the service default (CONTRACT: 2 s base,
-    # factor 2, 600 s cap, 8 attempts).
+    # Event processing retries; null keeps the service default (docs/API.md, Events:
+    # retries: 2 s base, factor 2, 600 s cap, 8 attempts).
     event_retry_base_seconds = models.FloatField(null=True, blank=True)
     event_retry_factor = models.FloatField(null=True, blank=True)
     event_retry_cap_seconds = models.FloatField(null=True, blank=True)
@@ -83,6 +85,36 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ProjectForeignKey(models.ForeignKey[Project, Project]):
+    """A resource's link to its project; `ProjectScopedModel` names the reverse accessor
+    after the model (`project.contacts`, `project.audiences`).
+
+    Django writes a `related_name` into migrations as declared, placeholder included; this
+    field writes the name it resolved to instead, as a plain ForeignKey, so the models that
+    moved onto the base kept their migrations unchanged."""
+
+    def deconstruct(self) -> tuple[str, str, Sequence[Any], dict[str, Any]]:
+        name, _, args, kwargs = super().deconstruct()
+        kwargs["related_name"] = self.remote_field.related_name
+        return name, "django.db.models.ForeignKey", args, kwargs
+
+
+class ProjectScopedModel(models.Model):
+    """Base of a resource that belongs to one project: a UUID id, the project (its rows
+    go with it), and when it was created and last changed.
+
+    The reverse accessor is the lower-cased class name plus "s"; a model for which that
+    reads wrong declares `project = ProjectForeignKey(..., related_name="...")` itself."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = ProjectForeignKey(Project, on_delete=models.CASCADE, related_name="%(class)ss")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
 
 
 class Membership(models.Model):

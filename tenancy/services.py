@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from config import clock
+from config.models import model_update
 from tenancy.access import ALL_SCOPES, INTEGRATION_PREFIX, PERSONAL_PREFIX, hash_secret
 from tenancy.cache import forget, once_per
 from tenancy.models import ApiKey, KeyKind, Permission, Project, ProjectGrant, Team
@@ -96,15 +97,13 @@ def project_update(
     *, project: Project, name: str | None = None, policies: Mapping[str, Any]
 ) -> Project:
     """Changes the project's name and policies (already validated)."""
-    fields = []
+    fields = {
+        policy: "" if policy == "default_from" and value is None else value
+        for policy, value in policies.items()
+    }
     if name is not None:
-        project.name = name
-        fields.append("name")
-    for policy, value in policies.items():
-        setattr(project, policy, "" if policy == "default_from" and value is None else value)
-        fields.append(policy)
-    if fields:
-        project.save(update_fields=[*fields, "updated_at"])
+        fields["name"] = name
+    if model_update(project, fields=fields):
         _forget_now_and_on_commit(project)
     return project
 

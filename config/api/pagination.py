@@ -64,7 +64,7 @@ def paginate(
     queryset: QuerySet[Any],
     serialize: type[BaseSerializer[Any]] | Callable[[Sequence[Model]], Any],
 ) -> Response:
-    """One page of `queryset` as a list envelope with `metadata` (CONTRACT section 4).
+    """One page of `queryset` as a list envelope with `metadata` (docs/API.md, Foundation).
 
     `serialize` is an output serializer class (the common case) or a callable that turns
     the page's rows into the `data` array (for pages that need more than one serializer).

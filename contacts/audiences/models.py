@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from contacts.models import Contact
-from tenancy.models import Project
+from tenancy.models import ProjectScopedModel
 
 
 class PropertyType(models.TextChoices):
@@ -17,15 +17,11 @@ class PropertyType(models.TextChoices):
     DATE = "date"
 
 
-class Audience(models.Model):
+class Audience(ProjectScopedModel):
     """A named group of contacts in a project (a list, a segment you maintain yourself)."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="audiences")
     name = models.CharField(max_length=200)
     description = models.TextField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [

@@ -6,12 +6,13 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from config.api.errors import Issue, NotFound, ValidationFailed
+from config.models import model_update
 from contacts.audiences.errors import NameTaken, PropertyKeyTaken
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
 from contacts.audiences.values import property_values_checked
 from contacts.models import Contact
-from contacts.normalization import email_normalised, merge_fields
-from events.services import emit_system_event
+from contacts.normalization import merge_fields
+from contacts.services import contact_event_emit, contact_find_for_update
 from tenancy.models import Project
 
 
@@ -38,11 +39,7 @@ def audience_update(
     try:
         with transaction.atomic():
             audience = _locked_audience(project, audience_id)
-            changed = [name for name, value in changes.items() if getattr(audience, name) != value]
-            for name in changed:
-                setattr(audience, name, changes[name])
-            if changed:
-                audience.save(update_fields=[*changed, "updated_at"])
+            model_update(audience, fields=changes)
             return audience
     except IntegrityError:
         raise NameTaken("audience") from None
@@ -85,14 +82,9 @@ def audience_property_create(
 def _locked_contact(
     project: Project, contact_id: uuid.UUID | str | None, email: str | None
 ) -> Contact:
-    contacts = Contact.objects.select_for_update().filter(project=project, deleted_at__isnull=True)
-    if contact_id is not None:
-        contact = contacts.filter(id=contact_id).first()
-        path = "contact_id"
-    else:
-        path = "email"
-        contact = contacts.filter(email=email_normalised(project=project, email=email)).first()
+    contact = contact_find_for_update(project=project, contact_id=contact_id, email=email)
     if contact is None:
+        path = "contact_id" if contact_id is not None else "email"
         raise ValidationFailed(
             "The contact does not exist.",
             issues=[Issue(code="not_found", path=path, message="No such contact.")],
@@ -137,7 +129,7 @@ def membership_add(
         membership = AudienceMembership.objects.create(
             audience=audience, contact=contact, properties=merge_fields({}, values)
         )
-        emit_system_event(
+        contact_event_emit(
             project=project,
             name="audience.entered",
             contact=contact,
@@ -170,7 +162,7 @@ def membership_remove(
         if membership is None:
             raise NotFound("The contact is not a member of this audience.")
         AudienceMembership.objects.filter(pk=membership.pk).delete()
-        emit_system_event(
+        contact_event_emit(
             project=project,
             name="audience.left",
             contact=membership.contact,

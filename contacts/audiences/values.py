@@ -5,6 +5,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from config import clock
 from config.api.errors import Issue, ValidationFailed
 from contacts.audiences.models import AudienceProperty, PropertyType
 
@@ -26,7 +27,7 @@ def _date(value: Any) -> str | None:
         return None
     if moment.tzinfo is None:
         return None
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    return clock.iso_utc(moment)
 
 
 def _coerced(kind: str, value: Any) -> tuple[bool, Any]:

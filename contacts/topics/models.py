@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from contacts.models import Contact
-from tenancy.models import Project
+from tenancy.models import ProjectScopedModel
 
 
 class SubscriptionStatus(models.TextChoices):
@@ -26,19 +26,15 @@ class SubscriptionSource(models.TextChoices):
     COMPLAINT = "complaint"
 
 
-class Topic(models.Model):
+class Topic(ProjectScopedModel):
     """A subject a project mails about (newsletter, product updates). A contact without an
     explicit choice has the topic's `default_status` (opt-in or opt-out)."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="topics")
     name = models.CharField(max_length=200)
     description = models.TextField(null=True, blank=True)
     default_status = models.CharField(
         max_length=16, choices=SubscriptionStatus.choices, default=SubscriptionStatus.UNSUBSCRIBED
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from django.db.models import Prefetch, QuerySet
 
 from contacts.models import Contact
-from contacts.topics.models import Subscription, Topic
+from contacts.selectors import contact_list
+from contacts.topics.models import Subscription, SubscriptionStatus, Topic
 from tenancy.models import Project
 
 
@@ -60,7 +61,11 @@ def topic_statuses(*, contact: Contact, topics: list[Topic]) -> list[TopicStatus
 
 def subscribed_contacts(*, topic: Topic) -> QuerySet[Contact]:
     """Active contacts whose effective status for `topic` is subscribed (for sends)."""
-    contacts = Contact.objects.filter(project_id=topic.project_id, deleted_at__isnull=True)
-    if topic.default_status == "subscribed":
-        return contacts.exclude(subscriptions__topic=topic, subscriptions__status="unsubscribed")
-    return contacts.filter(subscriptions__topic=topic, subscriptions__status="subscribed")
+    contacts = contact_list(project=topic.project)
+    if topic.default_status == SubscriptionStatus.SUBSCRIBED:
+        return contacts.exclude(
+            subscriptions__topic=topic, subscriptions__status=SubscriptionStatus.UNSUBSCRIBED
+        )
+    return contacts.filter(
+        subscriptions__topic=topic, subscriptions__status=SubscriptionStatus.SUBSCRIBED
+    )

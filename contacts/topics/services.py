@@ -8,11 +8,11 @@ from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
-from contacts.services import contact_get_for_update
+from config.models import model_update
+from contacts.services import contact_event_emit, contact_get_for_update
 from contacts.topics.errors import TopicNameTaken
 from contacts.topics.models import Subscription, SubscriptionSource, SubscriptionStatus, Topic
 from contacts.topics.selectors import TopicStatus
-from events.services import emit_system_event
 from tenancy.models import Project
 
 
@@ -47,11 +47,7 @@ def topic_update(*, project: Project, topic_id: uuid.UUID | str, changes: dict[s
     try:
         with transaction.atomic():
             topic = _locked_topic(project, topic_id)
-            changed = [name for name, value in changes.items() if getattr(topic, name) != value]
-            for name in changed:
-                setattr(topic, name, changes[name])
-            if changed:
-                topic.save(update_fields=[*changed, "updated_at"])
+            model_update(topic, fields=changes)
             return topic
     except IntegrityError:
         raise TopicNameTaken() from None
@@ -124,7 +120,7 @@ def subscriptions_set(
                 sub.status, sub.source, sub.changed_at = status, source, now
                 sub.save(update_fields=["status", "source", "changed_at", "updated_at"])
             if before != status:
-                emit_system_event(
+                contact_event_emit(
                     project=project,
                     name=f"topic.{status}",
                     contact=contact,

@@ -1,17 +1,13 @@
 """Shapes of the events API: hand-built dicts on the hot path, serializers for the schema."""
 
-import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
 from rest_framework import serializers
 
+from config.clock import iso_utc
 from events.models import EventSource, EventStatus, EventType
 from events.shapes import schema_hint
-
-
-def _iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def event_types_data(entries: Sequence[EventType]) -> list[dict[str, Any]]:
@@ -23,8 +19,8 @@ def event_types_data(entries: Sequence[EventType]) -> list[dict[str, Any]]:
             "source": entry.source,
             "schema_hint": schema_hint(entry.field_types),
             "contains_pii": entry.contains_pii,
-            "first_seen_at": _iso(entry.first_seen_at),
-            "last_seen_at": _iso(entry.last_seen_at),
+            "first_seen_at": iso_utc(entry.first_seen_at),
+            "last_seen_at": iso_utc(entry.last_seen_at),
             "occurrences_count": entry.occurrences_count,
         }
         for entry in entries

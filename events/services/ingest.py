@@ -2,6 +2,7 @@
 outbox). One INSERT ... ON CONFLICT per request or per batch on PostgreSQL."""
 
 import datetime as dt
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -63,13 +64,9 @@ class IngestResult:
             "event": self.event,
             "idempotency_key": self.idempotency_key,
             "status": self.status,
-            "received_at": _iso(self.received_at),
+            "received_at": clock.iso_utc(self.received_at),
             "duplicate": self.duplicate,
         }
-
-
-def _iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _postgres() -> bool:
@@ -174,8 +171,6 @@ def _insert_portable(
     *, project: Project, item: EventInput, new_id: uuid.UUID, now: dt.datetime
 ) -> bool:
     """The same insert through the ORM, for databases without the PostgreSQL path."""
-    import json
-
     try:
         with transaction.atomic():
             Event.objects.create(

@@ -1,4 +1,5 @@
-"""Every answer is an envelope: success, lists, and each kind of failure (CONTRACT 1, 11)."""
+"""Every answer is an envelope: success, lists, and each kind of failure (docs/API.md,
+Foundation: envelope)."""
 
 import socket
 import time

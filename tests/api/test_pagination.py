@@ -1,4 +1,4 @@
-"""The shared cursor pagination (CONTRACT 4, 11), through GET /projects."""
+"""The shared cursor pagination (docs/API.md, Foundation: cursors), through GET /projects."""
 
 import datetime as dt
 

@@ -3,7 +3,7 @@ from django.db import transaction
 
 from config.api.errors import NotFound, ValidationFailed
 from contacts.models import Contact
-from contacts.selectors import contact_get, contact_resolve
+from contacts.selectors import contact_get, contact_list_by_identities, contact_resolve
 from contacts.services import contact_delete, contact_get_for_update, contact_upsert
 from events.models import Event
 from tests.contacts.factories import ContactFactory
@@ -85,3 +85,19 @@ def test_get_for_update_finds_only_an_active_contact_of_the_project(world):
         for project, contact in [(world.project, deleted), (world.other_project, active)]:
             with pytest.raises(NotFound):
                 contact_get_for_update(project=project, contact_id=contact.id)
+
+
+def test_list_by_identities_matches_each_kind_in_its_own_project_only(world):
+    by_id = ContactFactory(project=world.project)
+    by_external = ContactFactory(project=world.project, external_id="x-1")
+    by_email = ContactFactory(project=world.other_project, email="b@example.com")
+    ContactFactory(project=world.other_project, external_id="x-1")
+    ContactFactory(project=world.project, email="c@example.com", deleted=True)
+    found = contact_list_by_identities(
+        wanted={
+            world.project.id: ({by_id.id}, {"x-1"}, {"b@example.com", "c@example.com"}),
+            world.other_project.id: (set(), set(), {"b@example.com"}),
+        }
+    )
+    assert set(found) == {by_id, by_external, by_email}
+    assert not contact_list_by_identities(wanted={}).exists()

@@ -1,4 +1,4 @@
-"""POST /events and POST /events/batch: CONTRACT section 5, every rule and bad input."""
+"""POST /events and POST /events/batch: every rule of docs/API.md, Events, and bad input."""
 
 import datetime as dt
 import json

@@ -1,4 +1,5 @@
-"""Prepare -> execute through the generic action views (CONTRACT 6).
+"""Prepare -> execute through the generic action views (docs/API.md, Foundation:
+prepared actions).
 
 A real test operation is registered: `tests.bump` adds one to a project's
 `event_retention_days` with an F() update, so every effect can be counted in the
