@@ -2,29 +2,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
+from config.api.serializers import JsonObjectField, StrictCharField, StrictSerializer
 
 MAX_FIELD_KEY_LENGTH = 100
-
-
-class StrictCharField(serializers.CharField):
-    """A JSON string and nothing else: numbers are not silently turned into text."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class JsonObjectField(serializers.JSONField):
-    """A JSON object (not an array, string or number)."""
-
-    default_error_messages = {"not_an_object": "Must be a JSON object."}
-
-    def to_internal_value(self, data: Any) -> Any:
-        if not isinstance(data, dict):
-            self.fail("not_an_object")
-        return super().to_internal_value(data)
 
 
 class ContactFieldsField(JsonObjectField):

@@ -2,8 +2,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
-from contacts.api.serializers import ContactSerializer, JsonObjectField, StrictCharField
+from config.api.serializers import JsonObjectField, StrictCharField, StrictSerializer
+from contacts.api.serializers import ContactSerializer
 from contacts.audiences.models import PropertyType
 
 PROPERTY_KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"

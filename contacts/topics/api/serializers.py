@@ -2,8 +2,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
-from contacts.api.serializers import StrictCharField
+from config.api.serializers import StrictCharField, StrictSerializer
 from contacts.topics.models import SubscriptionSource, SubscriptionStatus
 from contacts.topics.selectors import TopicStatus
 
