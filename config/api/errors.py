@@ -61,6 +61,12 @@ class InvalidJson(ServiceError):
     message = "The request body is not valid JSON."
 
 
+class RequestTooLarge(ServiceError):
+    code = "request_too_large"
+    status = 413
+    message = "The request body is larger than this endpoint accepts."
+
+
 class ProjectRequired(ServiceError):
     code = "project_required"
     status = 400

@@ -47,6 +47,11 @@ MIDDLEWARE = [
 # Paths answer exactly as written: no redirect to a slash-terminated twin.
 APPEND_SLASH = False
 
+# The largest request body (2.5 MB, Django's default, stated here because the API
+# documents it): JSON bodies over it answer 413 `request_too_large`. A view may allow more
+# with `max_body_bytes` (the event batch does).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 
@@ -113,7 +118,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.api.envelope.EnvelopeRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.JsonFirstNegotiation",
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "config.api.parsers.JsonParser",
         "rest_framework.parsers.MultiPartParser",
         "rest_framework.parsers.FormParser",
     ],
