@@ -10,6 +10,7 @@ from django.db import IntegrityError, connection, transaction
 
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
+from config.api.jsonvalues import stored_json_issues
 from contacts.audiences.services import memberships_remove_for_contact
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.models import Contact
@@ -34,6 +35,9 @@ def _check_fields(fields: Any) -> dict[str, Any]:
         return {}
     if not isinstance(fields, dict):
         raise ValidationFailed.at("fields", "Must be a JSON object.", code="invalid_type")
+    issues = stored_json_issues(fields, "fields")
+    if issues:
+        raise ValidationFailed(issues=issues)
     return fields
 
 

@@ -1,5 +1,5 @@
-"""Bad input answers 4xx in the envelope, never 500: deep or large bodies, and parse errors
-that tell nothing about the parser."""
+"""Bad input answers 4xx in the envelope, never 500: deep or large bodies, text PostgreSQL
+cannot store, and parse errors that tell nothing about the parser."""
 
 import json
 
@@ -14,6 +14,7 @@ from contacts.models import Contact
 from events.api.views import BATCH_MAX_BODY_BYTES
 from events.models import Event
 from tenancy.api.base import ProjectView
+from tests.contacts.audiences.factories import AudienceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -221,3 +222,101 @@ def test_a_batch_over_its_own_limit_is_413(api, world):
 
     error = assert_error(response, 413, "request_too_large")
     assert str(BATCH_MAX_BODY_BYTES) in error["details"]
+
+
+# Text PostgreSQL cannot store
+
+
+@pytest.mark.parametrize(
+    ("raw_fields", "path"),
+    [
+        ('{"nickname": "Ada\\u0000"}', "fields.nickname"),
+        ('{"nickname": "\\ud800"}', "fields.nickname"),
+        ('{"pets": [{"name": "ok"}, {"name": "x\\u0000"}]}', "fields.pets.1.name"),
+        ('{"bad\\u0000key": 1}', "fields.bad\x00key"),
+    ],
+)
+def test_text_postgresql_cannot_store_in_fields_is_a_400_at_its_path(api, world, raw_fields, path):
+    raw = f'{{"email": "a@example.com", "fields": {raw_fields}}}'
+
+    response = api.post("/contacts/upsert", raw=raw, key=world.keys["project"])
+
+    error = assert_error(response, 400, "validation_error")
+    assert [issue["path"] for issue in error["issues"]] == [path]
+    assert error["issues"][0]["code"] == "invalid_characters"
+    assert not Contact.objects.exists()
+
+
+def test_a_bad_value_in_fields_of_a_patch_is_a_400(api, world):
+    created = api.post("/contacts/upsert", {"email": "a@example.com"}, key=world.keys["project"])
+    contact_id = created.json()["data"]["id"]
+
+    response = api.patch(
+        f"/contacts/{contact_id}",
+        raw='{"fields": {"nickname": "x\\u0000"}}',
+        key=world.keys["project"],
+    )
+
+    error = assert_error(response, 400, "validation_error")
+    assert [issue["path"] for issue in error["issues"]] == ["fields.nickname"]
+
+
+def test_a_bad_value_in_member_properties_is_a_400_at_its_path(api, world):
+    audience = AudienceFactory(project=world.project)
+    api.post("/contacts/upsert", {"email": "a@example.com"}, key=world.keys["project"])
+
+    response = api.post(
+        f"/audiences/{audience.id}/members",
+        raw='{"email": "a@example.com", "properties": {"plan": "x\\u0000"}}',
+        key=world.keys["project"],
+    )
+
+    error = assert_error(response, 400, "validation_error")
+    assert [issue["path"] for issue in error["issues"]] == ["properties.plan"]
+
+
+@pytest.mark.parametrize(
+    ("path", "raw"),
+    [
+        ("/contacts/upsert", '{"email": "a\\u0000@example.com"}'),
+        ("/contacts/upsert", '{"email": "a@example.com", "external_id": "x\\u0000"}'),
+        ("/contacts/upsert", '{"email": "a@example.com", "external_id": "\\udfff"}'),
+        ("/contacts/lookup", '{"external_id": "x\\u0000"}'),
+        ("/audiences", '{"name": "VIP\\u0000"}'),
+        ("/topics", '{"name": "News\\ud800"}'),
+    ],
+)
+def test_text_postgresql_cannot_store_in_a_text_column_is_a_400(api, world, path, raw):
+    response = api.post(path, raw=raw, key=world.keys["project"])
+
+    error = assert_error(response, 400, "validation_error")
+    assert error["issues"][0]["code"] == "invalid_characters"
+
+
+def test_a_nul_in_the_project_name_is_a_400(api, world):
+    response = api.patch("/project", raw='{"name": "Main\\u0000"}', key=world.keys["project"])
+
+    error = assert_error(response, 400, "validation_error")
+    assert [issue["path"] for issue in error["issues"]] == ["name"]
+
+
+def test_a_lone_surrogate_quoted_back_in_a_message_still_renders(api, world):
+    response = api.patch(
+        "/project",
+        raw='{"policies": {"email_normalization": "\\ud800"}}',
+        key=world.keys["project"],
+    )
+
+    error = assert_error(response, 400, "validation_error")
+    assert [issue["path"] for issue in error["issues"]] == ["policies.email_normalization"]
+
+
+def test_a_lone_surrogate_in_an_unknown_member_name_still_renders(api, world):
+    response = api.post(
+        "/contacts/upsert",
+        raw='{"email": "a@example.com", "\\ud800": 1}',
+        key=world.keys["project"],
+    )
+
+    error = assert_error(response, 400, "validation_error")
+    assert [issue["code"] for issue in error["issues"]] == ["unknown_member"]
