@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
-from config.api.jsonvalues import stored_json_issues
+from config.api.jsonvalues import json_size_checked, stored_json_issues
 from contacts.audiences.services import memberships_remove_for_contact
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.models import Contact
@@ -39,6 +39,16 @@ def _check_fields(fields: Any) -> dict[str, Any]:
     if issues:
         raise ValidationFailed(issues=issues)
     return fields
+
+
+def _check_fields_size(project: Project, fields: dict[str, Any]) -> None:
+    """422 `payload_too_large` when merged `fields` exceed the project's bound."""
+    json_size_checked(
+        fields,
+        limit=project.contact_fields_limit_bytes,
+        path="fields",
+        policy="contact_fields_limit_bytes",
+    )
 
 
 def _check_external_id(external_id: Any) -> None:
@@ -139,6 +149,8 @@ def _upsert_postgresql(
     project: Project, email: str, changes: dict[str, Any], external_id: str | None
 ) -> tuple[Contact, bool]:
     kept = {key: value for key, value in changes.items() if value is not None}
+    # What is set is part of the result: too large already, no statement is needed.
+    _check_fields_size(project, kept)
     params: dict[str, Any] = {
         "id": uuid.uuid4(),
         "project_id": project.id,
@@ -162,12 +174,15 @@ def _upsert_postgresql(
                     continue  # Deleted between the two statements: try again.
                 return found, False
             contact_id, email, external_id, fields, created_at, updated_at, created = row
+            fields = json.loads(fields) if isinstance(fields, str) else fields
+            # The merge happened in the statement; too large, the transaction undoes it.
+            _check_fields_size(project, fields)
             contact = Contact(
                 id=contact_id,
                 project=project,
                 email=email,
                 external_id=external_id,
-                fields=json.loads(fields) if isinstance(fields, str) else fields,
+                fields=fields,
                 created_at=created_at,
                 updated_at=updated_at,
                 deleted_at=None,
@@ -195,6 +210,7 @@ def _upsert_portable(
                 changed = []
                 merged = merge_fields(contact.fields, changes)
                 if merged != contact.fields:
+                    _check_fields_size(project, merged)
                     contact.fields = merged
                     changed.append("fields")
                 if external_id is not None and external_id != contact.external_id:
@@ -204,13 +220,15 @@ def _upsert_portable(
                     contact.save(update_fields=[*changed, "updated_at"])
                     _emit(project, "contact.updated", contact)
                 return contact, False
+            created_fields = merge_fields({}, changes)
+            _check_fields_size(project, created_fields)
             try:
                 with transaction.atomic():
                     contact = Contact.objects.create(
                         project=project,
                         email=email,
                         external_id=external_id,
-                        fields=merge_fields({}, changes),
+                        fields=created_fields,
                     )
             except IntegrityError as error:
                 if "external_id" in _constraint_of(error):
@@ -248,6 +266,7 @@ def contact_update(
                 changed.append("email")
             merged = merge_fields(contact.fields, changes)
             if merged != contact.fields:
+                _check_fields_size(project, merged)
                 contact.fields = merged
                 changed.append("fields")
             if external_id is not MISSING and external_id != contact.external_id:

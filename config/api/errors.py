@@ -117,6 +117,13 @@ class Unprocessable(ServiceError):
     message = "The request could not be processed."
 
 
+class PayloadTooLarge(Unprocessable):
+    """A stored JSON value (contact fields, member properties) over its project's bound."""
+
+    code = "payload_too_large"
+    message = "The value is larger than the project allows."
+
+
 class PreparedActionExpired(Unprocessable):
     code = "prepared_action_expired"
     message = "The prepared action has expired; prepare it again."

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from config.api.errors import Issue
+from config.api.errors import Issue, PayloadTooLarge
 
 # One answer lists at most this many bad values; the rest are found after the fix.
 MAX_ISSUES = 20
@@ -86,3 +86,16 @@ def stored_json_issues(value: Any, path: str = "") -> list[Issue]:
         if len(issues) >= MAX_ISSUES:
             break
     return issues
+
+
+def json_size_checked(value: Any, *, limit: int, path: str, policy: str) -> int:
+    """The serialised size of `value`; 422 `payload_too_large` at `path` when it exceeds
+    `limit`, the project's `policy`."""
+    size = json_size(value)
+    if size > limit:
+        raise PayloadTooLarge(
+            f"`{path}` is larger than the project's {policy}.",
+            details=f"`{path}` is {size} bytes serialised; this project allows {limit}.",
+            issues=[Issue("payload_too_large", path, f"At most {limit} bytes serialised.")],
+        )
+    return size

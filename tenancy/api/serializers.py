@@ -12,6 +12,7 @@ from tenancy.models import EmailNormalization, Project
 
 class PoliciesSerializer(serializers.Serializer):
     event_payload_limit_bytes = serializers.IntegerField(min_value=1024, max_value=1048576)
+    contact_fields_limit_bytes = serializers.IntegerField(min_value=1024, max_value=1048576)
     event_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
     run_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
     wait_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
