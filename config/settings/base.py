@@ -35,6 +35,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every error answer, even one made by the middleware below, is the envelope.
+    "config.api.middleware.ErrorEnvelopeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -51,6 +53,9 @@ APPEND_SLASH = False
 # documents it): JSON bodies over it answer 413 `request_too_large`. A view may allow more
 # with `max_body_bytes` (the event batch does).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+
+# Django's debug page and error reports mask connection URLs as well as secrets.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "config.diagnostics.ConnectionSafeExceptionReporterFilter"
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
