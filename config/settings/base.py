@@ -188,12 +188,29 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers log through LOGGING below (and its database error filter), not handlers of
+# Celery's own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Database errors quote rows (emails, field values); logs keep only what names the
+    # failure. Every handler carries the filter.
+    "filters": {"redact_database": {"()": "config.diagnostics.DatabaseErrorRedactor"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_database"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        # Named so that Django's own console handler (DEBUG only, without the filter) is
+        # dropped: its records reach the root handlers instead.
+        "django": {"level": "INFO"},
+        "django.request": {"level": "ERROR"},
+    },
 }
