@@ -1,9 +1,20 @@
-from django.contrib import admin
-from django.urls import include, path, re_path
+import warnings
 
+from django.contrib import admin
+from django.urls import include, path, re_path, register_converter
+from django.utils.deprecation import RemovedInDjango60Warning
+
+from config.api.converters import AnyCaseUUIDConverter
 from config.api.exceptions import not_found_view
 from config.api.health import HealthView
 from config.api.reference import OpenApiView, SwaggerView
+
+# Every `<uuid:...>` of every app matches in any case. Django 5.2 warns that replacing a
+# built-in converter goes away in Django 6, where this line must name a converter of its
+# own instead.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RemovedInDjango60Warning)
+    register_converter(AnyCaseUUIDConverter, "uuid")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
