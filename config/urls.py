@@ -1,23 +1,34 @@
-from django.contrib import admin
-from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+import warnings
 
+from django.contrib import admin
+from django.urls import include, path, re_path, register_converter
+from django.utils.deprecation import RemovedInDjango60Warning
+
+from config.api.converters import AnyCaseUUIDConverter
 from config.api.exceptions import not_found_view
 from config.api.health import HealthView
+from config.api.reference import OpenApiView, SwaggerView
+
+# Every `<uuid:...>` of every app matches in any case. Django 5.2 warns that replacing a
+# built-in converter goes away in Django 6, where this line must name a converter of its
+# own instead.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RemovedInDjango60Warning)
+    register_converter(AnyCaseUUIDConverter, "uuid")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", HealthView.as_view(), name="health"),
-    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
+    path("openapi.json", OpenApiView.as_view(), name="openapi"),
+    path("docs", SwaggerView.as_view(url_name="openapi"), name="docs"),
     # Event ingest is the hottest path: first, so resolving it tries the fewest patterns.
     path("", include("events.api.urls")),
     path("", include("tenancy.api.urls")),
     path("", include("contacts.api.urls")),
     path("", include("contacts.audiences.api.urls")),
     path("", include("contacts.topics.api.urls")),
-    # Every other path: the 404 envelope, whatever the method.
-    re_path(r"^.*$", not_found_view),
+    # Every other path (newlines included): the 404 envelope, whatever the method.
+    re_path(r"^[\s\S]*$", not_found_view),
 ]
 
 handler400 = "config.api.exceptions.bad_request_view"

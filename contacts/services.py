@@ -10,6 +10,7 @@ from django.db import IntegrityError, connection, transaction
 
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
+from config.api.jsonvalues import json_size_checked, stored_json_issues
 from config.models import model_update
 from config.outbox import system_event_emit
 from contacts.errors import EmailTaken, ExternalIdTaken
@@ -35,7 +36,20 @@ def _check_fields(fields: Any) -> dict[str, Any]:
         return {}
     if not isinstance(fields, dict):
         raise ValidationFailed.at("fields", "Must be a JSON object.", code="invalid_type")
+    issues = stored_json_issues(fields, "fields")
+    if issues:
+        raise ValidationFailed(issues=issues)
     return fields
+
+
+def _check_fields_size(project: Project, fields: dict[str, Any]) -> None:
+    """422 `payload_too_large` when merged `fields` exceed the project's bound."""
+    json_size_checked(
+        fields,
+        limit=project.contact_fields_limit_bytes,
+        path="fields",
+        policy="contact_fields_limit_bytes",
+    )
 
 
 def _check_external_id(external_id: Any) -> None:
@@ -162,6 +176,8 @@ def _upsert_postgresql(
     project: Project, email: str, changes: dict[str, Any], external_id: str | None
 ) -> tuple[Contact, bool]:
     kept = {key: value for key, value in changes.items() if value is not None}
+    # What is set is part of the result: too large already, no statement is needed.
+    _check_fields_size(project, kept)
     params: dict[str, Any] = {
         "id": uuid.uuid4(),
         "project_id": project.id,
@@ -185,12 +201,15 @@ def _upsert_postgresql(
                     continue  # Deleted between the two statements: try again.
                 return found, False
             contact_id, email, external_id, fields, created_at, updated_at, created = row
+            fields = json.loads(fields) if isinstance(fields, str) else fields
+            # The merge happened in the statement; too large, the transaction undoes it.
+            _check_fields_size(project, fields)
             contact = Contact(
                 id=contact_id,
                 project=project,
                 email=email,
                 external_id=external_id,
-                fields=json.loads(fields) if isinstance(fields, str) else fields,
+                fields=fields,
                 created_at=created_at,
                 updated_at=updated_at,
                 deleted_at=None,
@@ -215,19 +234,24 @@ def _upsert_portable(
                 .first()
             )
             if contact is not None:
-                updates: dict[str, Any] = {"fields": merge_fields(contact.fields, changes)}
+                merged = merge_fields(contact.fields, changes)
+                if merged != contact.fields:
+                    _check_fields_size(project, merged)
+                updates: dict[str, Any] = {"fields": merged}
                 if external_id is not None:
                     updates["external_id"] = external_id
                 if model_update(contact, fields=updates):
                     _emit(project, "contact.updated", contact)
                 return contact, False
+            created_fields = merge_fields({}, changes)
+            _check_fields_size(project, created_fields)
             try:
                 with transaction.atomic():
                     contact = Contact.objects.create(
                         project=project,
                         email=email,
                         external_id=external_id,
-                        fields=merge_fields({}, changes),
+                        fields=created_fields,
                     )
             except IntegrityError as error:
                 if "external_id" in _constraint_of(error):
@@ -259,7 +283,10 @@ def contact_update(
     try:
         with transaction.atomic():
             contact = contact_get_for_update(project=project, contact_id=contact_id)
-            updates: dict[str, Any] = {"fields": merge_fields(contact.fields, changes)}
+            merged = merge_fields(contact.fields, changes)
+            if merged != contact.fields:
+                _check_fields_size(project, merged)
+            updates: dict[str, Any] = {"fields": merged}
             if normalised is not None:
                 updates["email"] = normalised
             if external_id is not MISSING:

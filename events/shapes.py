@@ -179,13 +179,30 @@ class Observation:
     def _array(self, path: str, items: list[Any], depth: int) -> None:
         if not items:
             self._note(path, "array")
+        for token in self._element_tokens(path, items, depth):
+            self._note(path, f"array<{token}>")
+
+    def _element_tokens(self, path: str, items: list[Any], depth: int) -> set[str]:
+        """One token per element type; a nested array's carries its own elements
+        (`array<number>`; `array` alone when only ever empty), so a path of arrays of
+        arrays renders as `array<array<number>>`."""
+        tokens: set[str] = set()
         for item in items:
             kind = _type_of(item)
-            self._note(path, f"array<{kind}>")
+            if kind == "array":
+                inner = (
+                    self._element_tokens(f"{path}[]", item, depth + 1)
+                    if depth + 1 < MAX_DEPTH
+                    else set()
+                )
+                tokens.update({f"array<{token}>" for token in inner} if inner else {"array"})
+                continue
+            tokens.add(kind)
             if kind == "object" and depth + 1 < MAX_DEPTH:
                 self._walk(item, f"{path}[].", depth + 1)
-            elif kind != "array" and value_looks_personal(item):
+            elif value_looks_personal(item):
                 self.pii.add(path)
+        return tokens
 
 
 def merge_types(
@@ -213,8 +230,8 @@ def _render_tokens(tokens: Iterable[str]) -> str:
             plain.add(kind)
     parts = sorted(plain, key=lambda t: (_TOKEN_ORDER.get(t, 5), t))
     if elements:
-        inner = "|".join(sorted(elements, key=lambda t: (_TOKEN_ORDER.get(t, 5), t)))
-        parts.append(f"array<{inner}>")
+        # Element tokens are rendered the same way, so nested arrays merge level by level.
+        parts.append(f"array<{_render_tokens(elements)}>")
     elif empty_array:
         parts.append("array<unknown>")
     parts.sort(key=lambda t: _TOKEN_ORDER.get(t.split("<", 1)[0], 5))

@@ -65,6 +65,8 @@ class Project(models.Model):
 
     # Policies (docs/API.md, Foundation: project settings); `PATCH /project` changes them.
     event_payload_limit_bytes = models.PositiveIntegerField(default=65536)
+    # A contact's `fields` and an audience member's `properties`, serialised after a merge.
+    contact_fields_limit_bytes = models.PositiveIntegerField(default=65536)
     event_retention_days = models.PositiveIntegerField(default=90)
     run_retention_days = models.PositiveIntegerField(default=90)
     wait_retention_days = models.PositiveIntegerField(default=90)

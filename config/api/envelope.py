@@ -51,5 +51,20 @@ def error_body(
     """The error envelope of every 4xx and 5xx answer."""
     return {
         "status": status,
-        "error": {"code": code, "message": message, "details": details, "issues": issues or []},
+        "error": {
+            "code": code,
+            "message": _printable(message),
+            "details": _printable(details),
+            "issues": [
+                {name: _printable(text) for name, text in issue.items()} for issue in issues or []
+            ],
+        },
     }
+
+
+def _printable(text: str) -> str:
+    """`text` as UTF-8 can carry it: messages and paths may quote what a client sent, and a
+    lone surrogate from a JSON escape cannot be encoded (it becomes `?`)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "replace").decode("utf-8")

@@ -61,6 +61,12 @@ class InvalidJson(ServiceError):
     message = "The request body is not valid JSON."
 
 
+class RequestTooLarge(ServiceError):
+    code = "request_too_large"
+    status = 413
+    message = "The request body is larger than this endpoint accepts."
+
+
 class ProjectRequired(ServiceError):
     code = "project_required"
     status = 400
@@ -109,6 +115,13 @@ class Unprocessable(ServiceError):
     code = "unprocessable"
     status = 422
     message = "The request could not be processed."
+
+
+class PayloadTooLarge(Unprocessable):
+    """A stored JSON value (contact fields, member properties) over its project's bound."""
+
+    code = "payload_too_large"
+    message = "The value is larger than the project allows."
 
 
 class PreparedActionExpired(Unprocessable):

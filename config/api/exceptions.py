@@ -3,7 +3,9 @@
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.http import Http404, HttpRequest, JsonResponse
@@ -13,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from config.api.envelope import enveloped, error_body
-from config.api.errors import Issue, ServiceError
+from config.api.errors import Issue, RequestTooLarge, ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +60,16 @@ def _body_for(exc: Exception) -> dict[str, Any] | None:
             issues=[issue.as_dict() for issue in exc.issues],
         )
     if isinstance(exc, drf.ParseError):
+        # DRF's own parse errors quote the parser's internals; the JSON parser raises
+        # InvalidJson with a clean `details` instead.
         return error_body(
-            status=400,
-            code="invalid_json",
-            message="The request body is not valid JSON.",
-            details=str(exc.detail),
+            status=400, code="invalid_json", message="The request body could not be parsed."
         )
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own limit, met by form and multipart bodies.
+        return status_error_body(413, too_large_details())
+    if isinstance(exc, SuspiciousOperation):
+        return error_body(status=400, code="bad_request", message="The request could not be read.")
     if isinstance(exc, drf.ValidationError):
         issues = flatten_issues(exc.detail)
         return error_body(
@@ -131,33 +137,58 @@ def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Respo
     return enveloped(body, status=body["status"], headers=headers)
 
 
+# What Django answers outside DRF (its error handlers, and the answers the envelope
+# middleware converts), by status.
+STATUS_ERRORS: dict[int, tuple[str, str]] = {
+    400: ("bad_request", "The request could not be read."),
+    401: ("unauthenticated", "The API key is missing or invalid."),
+    403: ("forbidden", "This request is not allowed."),
+    404: ("not_found", "No such path."),
+    405: ("method_not_allowed", "This method is not allowed on this path."),
+    406: ("not_acceptable", "The answer cannot be given in a media type the client accepts."),
+    413: (RequestTooLarge.code, RequestTooLarge.message),
+    415: ("unsupported_media_type", "The body's media type is not supported here."),
+    429: ("rate_limited", "Too many requests; slow down."),
+    500: ("internal_error", "Something went wrong on our side."),
+    503: ("service_unavailable", "A service the API depends on is unreachable."),
+}
+
+
+def status_error_body(status: int, details: str = "") -> dict[str, Any]:
+    """The error envelope for an HTTP status, when nothing more specific is known."""
+    code, message = STATUS_ERRORS.get(status) or (
+        ("bad_request", "The request could not be served.")
+        if status < 500
+        else ("internal_error", "Something went wrong on our side.")
+    )
+    return error_body(status=status, code=code, message=message, details=details)
+
+
+def too_large_details() -> str:
+    return f"This endpoint accepts bodies of up to {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
+
+
 @csrf_exempt
 def not_found_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Any path the API does not have, with any method (a POST must not meet CSRF's 403)."""
-    return JsonResponse(
-        error_body(status=404, code="not_found", message="No such path."), status=404
-    )
+    return JsonResponse(status_error_body(404), status=404)
 
 
-def bad_request_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Django's 400 outside DRF (a disallowed Host, a suspicious request)."""
-    return JsonResponse(
-        error_body(status=400, code="bad_request", message="The request could not be read."),
-        status=400,
-    )
+def bad_request_view(
+    request: HttpRequest, exception: Exception | None = None, *args: Any, **kwargs: Any
+) -> JsonResponse:
+    """Django's 400 outside DRF (a disallowed Host, a suspicious request, a body over
+    Django's upload limit, which is a 413)."""
+    if isinstance(exception, RequestDataTooBig):
+        return JsonResponse(status_error_body(413, too_large_details()), status=413)
+    return JsonResponse(status_error_body(400), status=400)
 
 
 def permission_denied_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Django's 403 outside DRF."""
-    return JsonResponse(
-        error_body(status=403, code="forbidden", message="This request is not allowed."),
-        status=403,
-    )
+    return JsonResponse(status_error_body(403), status=403)
 
 
 def server_error_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Django's last resort when an error escapes outside a DRF view."""
-    return JsonResponse(
-        error_body(status=500, code="internal_error", message="Something went wrong on our side."),
-        status=500,
-    )
+    return JsonResponse(status_error_body(500), status=500)

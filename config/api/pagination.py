@@ -1,6 +1,7 @@
 """Cursor pagination for every list: stable (created_at, id) order, signed opaque cursors."""
 
 import datetime as dt
+import hashlib
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,13 +20,26 @@ MAX_LIMIT = 100
 _SIGNER = signing.Signer(salt="api.cursor")
 
 
-def encode_cursor(created_at: dt.datetime, pk: Any) -> str:
-    return _SIGNER.sign_object([created_at.isoformat(), str(pk)], compress=False)
+def cursor_scope(request: Request) -> str:
+    """What a cursor is bound to: the list (its path, any-case ids lower-cased) and the
+    project it was read in (or, outside projects, the key). A digest: cursors stay short
+    and do not show the ids."""
+    project = getattr(request, "project", None)
+    owner = getattr(project, "id", None) or getattr(request.auth, "id", None) or ""
+    bound = f"{request.path.lower()}|{owner}"
+    return hashlib.blake2b(bound.encode("utf-8", "replace"), digest_size=9).hexdigest()
 
 
-def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+def encode_cursor(created_at: dt.datetime, pk: Any, *, scope: str = "") -> str:
+    return _SIGNER.sign_object([scope, created_at.isoformat(), str(pk)], compress=False)
+
+
+def decode_cursor(cursor: str, *, scope: str = "") -> tuple[dt.datetime, str]:
+    """The position a cursor holds; 400 at `after` for one not issued for this `scope`."""
     try:
-        created_at, pk = _SIGNER.unsign_object(cursor)
+        issued_for, created_at, pk = _SIGNER.unsign_object(cursor)
+        if issued_for != scope:
+            raise ValueError("another list's cursor")
         return dt.datetime.fromisoformat(created_at), pk
     except (signing.BadSignature, ValueError, TypeError):
         raise ValidationFailed(
@@ -71,10 +85,11 @@ def paginate(
     """
     limit = parse_limit(request)
     after = request.query_params.get("after")
+    scope = cursor_scope(request)
     total = queryset.count()
     page_qs = queryset.order_by("created_at", "pk")
     if after is not None:
-        created_at, pk = decode_cursor(after)
+        created_at, pk = decode_cursor(after, scope=scope)
         try:
             pk_value: Any = uuid.UUID(pk)
         except ValueError:
@@ -85,7 +100,7 @@ def paginate(
     rows = list(page_qs[: limit + 1])
     has_more = len(rows) > limit
     rows = rows[:limit]
-    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].pk) if has_more else None
+    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].pk, scope=scope) if has_more else None
     body = {
         "status": 200,
         "data": _serialized(serialize, rows),

@@ -5,6 +5,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from config.api.jsonvalues import stored_json_issues, text_problem
+
 
 class StrictSerializer(serializers.Serializer):
     """Rejects members it does not declare, so a misspelt field is an error, not a no-op.
@@ -33,23 +35,39 @@ class StrictSerializer(serializers.Serializer):
 
 
 class StrictCharField(serializers.CharField):
-    """A JSON string and nothing else: numbers are not silently turned into text."""
+    """A JSON string and nothing else: numbers are not silently turned into text. Text
+    PostgreSQL cannot store (NUL characters, lone surrogates) is a 400, never a failed
+    insert."""
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
+        problem = text_problem(data)
+        if problem:
+            raise serializers.ValidationError(problem, code="invalid_characters")
         return super().to_internal_value(data)
 
 
 class JsonObjectField(serializers.JSONField):
-    """A JSON object (not an array, string or number)."""
+    """A JSON object (not an array, string or number) that PostgreSQL can store: no NUL
+    characters, lone surrogates or non-finite numbers, each reported at its own path."""
 
     default_error_messages = {"not_an_object": "Must be a JSON object."}
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
             self.fail("not_an_object")
-        return super().to_internal_value(data)
+        value = super().to_internal_value(data)
+        issues = stored_json_issues(value)
+        if issues:
+            # Keyed by the path inside the value; the handler prefixes the field's name.
+            raise serializers.ValidationError(
+                {
+                    issue.path: [serializers.ErrorDetail(issue.message, code=issue.code)]
+                    for issue in issues
+                }
+            )
+        return value
 
 
 class ErrorIssueSerializer(serializers.Serializer):

@@ -35,6 +35,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every error answer, even one made by the middleware below, is the envelope.
+    "config.api.middleware.ErrorEnvelopeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -46,6 +48,14 @@ MIDDLEWARE = [
 
 # Paths answer exactly as written: no redirect to a slash-terminated twin.
 APPEND_SLASH = False
+
+# The largest request body (2.5 MB, Django's default, stated here because the API
+# documents it): JSON bodies over it answer 413 `request_too_large`. A view may allow more
+# with `max_body_bytes` (the event batch does).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+
+# Django's debug page and error reports mask connection URLs as well as secrets.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "config.diagnostics.ConnectionSafeExceptionReporterFilter"
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -113,7 +123,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.api.envelope.EnvelopeRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.JsonFirstNegotiation",
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "config.api.parsers.JsonParser",
         "rest_framework.parsers.MultiPartParser",
         "rest_framework.parsers.FormParser",
     ],
@@ -178,12 +188,29 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers log through LOGGING below (and its database error filter), not handlers of
+# Celery's own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Database errors quote rows (emails, field values); logs keep only what names the
+    # failure. Every handler carries the filter.
+    "filters": {"redact_database": {"()": "config.diagnostics.DatabaseErrorRedactor"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_database"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        # Named so that Django's own console handler (DEBUG only, without the filter) is
+        # dropped: its records reach the root handlers instead.
+        "django": {"level": "INFO"},
+        "django.request": {"level": "ERROR"},
+    },
 }

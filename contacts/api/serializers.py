@@ -48,6 +48,10 @@ class ContactLookupSerializer(StrictSerializer):
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError(
+                {"email": ["Give `email` (or `external_id`)."]}, code="required"
+            )
         if len(attrs) != 1:
             raise serializers.ValidationError("Give exactly one of `email` or `external_id`.")
         return attrs

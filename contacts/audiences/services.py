@@ -6,6 +6,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from config.api.errors import Issue, NotFound, ValidationFailed
+from config.api.jsonvalues import json_size_checked
 from config.models import model_update
 from contacts.audiences.errors import NameTaken, PropertyKeyTaken
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
@@ -92,6 +93,15 @@ def _locked_contact(
     return contact
 
 
+def _check_properties_size(project: Project, properties: dict[str, Any]) -> None:
+    json_size_checked(
+        properties,
+        limit=project.contact_fields_limit_bytes,
+        path="properties",
+        policy="contact_fields_limit_bytes",
+    )
+
+
 def membership_add(
     *,
     project: Project,
@@ -123,11 +133,14 @@ def membership_add(
         if membership is not None:
             merged = merge_fields(membership.properties, values)
             if merged != membership.properties:
+                _check_properties_size(project, merged)
                 membership.properties = merged
                 membership.save(update_fields=["properties", "updated_at"])
             return membership, False
+        created_properties = merge_fields({}, values)
+        _check_properties_size(project, created_properties)
         membership = AudienceMembership.objects.create(
-            audience=audience, contact=contact, properties=merge_fields({}, values)
+            audience=audience, contact=contact, properties=created_properties
         )
         contact_event_emit(
             project=project,

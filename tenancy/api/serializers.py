@@ -6,18 +6,19 @@ from django.core.validators import validate_email
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
+from config.api.serializers import StrictCharField, StrictSerializer
 from tenancy.models import EmailNormalization, Project
 
 
 class PoliciesSerializer(serializers.Serializer):
     event_payload_limit_bytes = serializers.IntegerField(min_value=1024, max_value=1048576)
+    contact_fields_limit_bytes = serializers.IntegerField(min_value=1024, max_value=1048576)
     event_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
     run_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
     wait_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
     prepared_action_ttl_seconds = serializers.IntegerField(min_value=1, max_value=86400)
     email_normalization = serializers.ChoiceField(choices=EmailNormalization.choices)
-    default_from = serializers.CharField(allow_null=True, allow_blank=False, max_length=320)
+    default_from = StrictCharField(allow_null=True, allow_blank=False, max_length=320)
     # Null: the service default (2 s, factor 2, 600 s cap, 8 attempts).
     event_retry_base_seconds = serializers.FloatField(
         allow_null=True, min_value=0.1, max_value=3600
@@ -65,7 +66,7 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 
 class ProjectUpdateSerializer(StrictSerializer):
-    name = serializers.CharField(min_length=1, max_length=200, required=False)
+    name = StrictCharField(min_length=1, max_length=200, required=False)
     policies = PoliciesInputSerializer(required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,103 @@
+"""The JSON request parser: a bounded body, bounded nesting, strict numbers, clean errors."""
+
+import json
+import re
+from collections.abc import Mapping
+from itertools import accumulate
+from typing import IO, Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from rest_framework.parsers import BaseParser
+
+from config.api.errors import InvalidJson, RequestTooLarge
+
+# Deeper JSON is refused before decoding: the decoder and everything that walks a value
+# recurse, and a few thousand levels exhaust the stack (a 500) for no real document.
+MAX_DEPTH = 64
+
+# A JSON string (its closing quote optional, so an unterminated one ends the text): the
+# possessive quantifiers keep the scan linear on any input.
+_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"?', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+
+
+def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
+    """True when arrays and objects in `text` nest deeper than `limit` (strings ignored)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).encode("ascii")
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit
+
+
+def body_limit(parser_context: Mapping[str, Any]) -> int:
+    """The largest body the view accepts: its `max_body_bytes`, else Django's upload limit."""
+    limit = getattr(parser_context.get("view"), "max_body_bytes", None)
+    return int(limit or settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+
+
+def _too_large(limit: int) -> RequestTooLarge:
+    return RequestTooLarge(details=f"This endpoint accepts bodies of up to {limit} bytes.")
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidJson(details=f"`{name}` is not a JSON number.")
+
+
+class JsonParser(BaseParser):
+    """`application/json` bodies. Not a subclass of DRF's JSONParser, which DRF hands the
+    whole body under Django's one global limit; this one applies the view's own."""
+
+    media_type = "application/json"
+
+    def parse(
+        self,
+        stream: IO[Any] | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        context = parser_context or {}
+        limit = body_limit(context)
+        request = context.get("request")
+        meta = getattr(request, "META", {})
+        try:
+            declared = int(meta.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > limit:
+            raise _too_large(limit)
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise _too_large(limit)
+        django_request = getattr(request, "_request", None)
+        if isinstance(django_request, HttpRequest) and not hasattr(django_request, "_body"):
+            # Read from the request itself: as after DRF's own JSON parser, `request.body`
+            # still gives the bytes (to hash a body, check a signature); Django caches them
+            # there itself.
+            django_request._body = raw
+        encoding = context.get("encoding") or settings.DEFAULT_CHARSET
+        try:
+            # Text codecs only: bytes-to-bytes ones (`bz2_codec`) would inflate the body
+            # past the limit checked above.
+            "".encode(encoding)
+        except (LookupError, UnicodeError):
+            raise InvalidJson(
+                details="The Content-Type names a charset that is not text."
+            ) from None
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError:
+            raise InvalidJson(details=f"The body is not valid {encoding} text.") from None
+        if nesting_exceeds(text):
+            raise InvalidJson(details=f"Arrays and objects nest deeper than {MAX_DEPTH} levels.")
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise InvalidJson(details=f"Line {exc.lineno}, column {exc.colno}.") from None
+        except RecursionError:  # pragma: no cover - the depth bound comes first
+            raise InvalidJson(
+                details=f"Arrays and objects nest deeper than {MAX_DEPTH} levels."
+            ) from None
