@@ -1,8 +1,10 @@
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
+from config.api.serializers import StrictSerializer, at_least_one_member, exactly_one_of
 
 MAX_FIELD_KEY_LENGTH = 100
 
@@ -16,6 +18,17 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field(OpenApiTypes.EMAIL)
+class EmailMemberField(StrictCharField):
+    """An email address; the service trims, validates and normalises it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 320)
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
 class JsonObjectField(serializers.JSONField):
     """A JSON object (not an array, string or number)."""
 
@@ -43,7 +56,7 @@ class ContactSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     email = serializers.CharField(allow_null=True)
     external_id = serializers.CharField(allow_null=True)
-    fields = serializers.JSONField()  # type: ignore[assignment]
+    fields = JsonObjectField()  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     deleted_at = serializers.DateTimeField(allow_null=True)
@@ -54,7 +67,7 @@ class ContactUpsertResultSerializer(ContactSerializer):
 
 
 class ContactUpsertSerializer(StrictSerializer):
-    email = StrictCharField(max_length=320, trim_whitespace=False)
+    email = EmailMemberField()
     fields = ContactFieldsField(required=False)  # type: ignore[assignment]
     external_id = StrictCharField(
         required=False, allow_null=True, min_length=1, max_length=255, trim_whitespace=False
@@ -62,7 +75,9 @@ class ContactUpsertSerializer(StrictSerializer):
 
 
 class ContactLookupSerializer(StrictSerializer):
-    email = StrictCharField(required=False, max_length=320, trim_whitespace=False)
+    body_rules = exactly_one_of("email", "external_id")
+
+    email = EmailMemberField(required=False)
     external_id = StrictCharField(
         required=False, min_length=1, max_length=255, trim_whitespace=False
     )
@@ -74,7 +89,9 @@ class ContactLookupSerializer(StrictSerializer):
 
 
 class ContactUpdateSerializer(StrictSerializer):
-    email = StrictCharField(required=False, max_length=320, trim_whitespace=False)
+    body_rules = at_least_one_member()
+
+    email = EmailMemberField(required=False)
     fields = ContactFieldsField(required=False)  # type: ignore[assignment]
     external_id = StrictCharField(
         required=False, allow_null=True, min_length=1, max_length=255, trim_whitespace=False

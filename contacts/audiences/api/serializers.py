@@ -2,8 +2,13 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
-from contacts.api.serializers import ContactSerializer, JsonObjectField, StrictCharField
+from config.api.serializers import StrictSerializer, at_least_one_member, exactly_one_of
+from contacts.api.serializers import (
+    ContactSerializer,
+    EmailMemberField,
+    JsonObjectField,
+    StrictCharField,
+)
 from contacts.audiences.models import PropertyType
 
 PROPERTY_KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
@@ -34,6 +39,8 @@ class AudienceCreateSerializer(StrictSerializer):
 
 
 class AudienceUpdateSerializer(StrictSerializer):
+    body_rules = at_least_one_member()
+
     name = StrictCharField(required=False, min_length=1, max_length=200)
     description = StrictCharField(required=False, allow_null=True, max_length=2000)
 
@@ -59,7 +66,7 @@ class MembershipSerializer(serializers.Serializer):
     audience_id = serializers.UUIDField()
     contact_id = serializers.UUIDField()
     contact = ContactSerializer()
-    properties = serializers.JSONField()
+    properties = JsonObjectField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -69,8 +76,10 @@ class MembershipResultSerializer(MembershipSerializer):
 
 
 class MemberAddSerializer(StrictSerializer):
+    body_rules = exactly_one_of("contact_id", "email")
+
     contact_id = serializers.UUIDField(required=False)
-    email = StrictCharField(required=False, max_length=320, trim_whitespace=False)
+    email = EmailMemberField(required=False)
     properties = JsonObjectField(required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
