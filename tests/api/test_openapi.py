@@ -264,3 +264,38 @@ def test_a_multipart_body_is_415_in_the_envelope(api, world):
     assert response.json()["error"]["code"] == "unsupported_media_type"
     world.project.refresh_from_db()
     assert world.project.name == "Main"
+
+
+# The API does what the document says where the fuzzer found them apart.
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "{00000000-0000-4000-8000-000000000000}", "00000000000040008000000000000000"],
+)
+def test_a_project_header_that_is_not_a_plain_uuid_is_400(api, world, value):
+    response = api.get(
+        "/project", key=world.keys["project"], headers={"X-Service-Project-Id": value}
+    )
+
+    assert response.status_code == 400
+    issues = response.json()["error"]["issues"]
+    assert [issue["path"] for issue in issues] == ["X-Service-Project-Id"]
+
+
+def test_a_project_header_in_upper_case_names_the_project(api, world):
+    header = {"X-Service-Project-Id": str(world.project.id).upper()}
+
+    response = api.get("/project", key=world.keys["team"], headers=header)
+
+    assert response.status_code == 200
+    assert response.json()["data"]["id"] == str(world.project.id)
+
+
+def test_an_event_name_must_match_the_documented_pattern_to_its_end(api, world):
+    body = {"event": "order.completed\n", "email": "ada@example.com"}
+
+    response = api.post("/events", body, key=world.keys["project"])
+
+    assert response.status_code == 400
+    assert response.json()["error"]["issues"][0]["code"] == "invalid_event_name"
