@@ -127,7 +127,7 @@ def event_input_parse(raw: Any, *, project: Project, prefix: str = "") -> EventI
         issues.append(Issue("invalid_type", f"{prefix}event", "Must be a string."))
     elif name.startswith(SYSTEM_PREFIX):
         reserved = True
-    elif len(name) > MAX_NAME_LENGTH or not NAME_PATTERN.match(name):
+    elif len(name) > MAX_NAME_LENGTH or not NAME_PATTERN.fullmatch(name):
         issues.append(
             Issue(
                 "invalid_event_name",

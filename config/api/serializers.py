@@ -1,18 +1,36 @@
 """Serializer building blocks shared by every app."""
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.jsonvalues import stored_json_issues, text_problem
+
+
+def exactly_one_of(*names: str) -> dict[str, Any]:
+    """The OpenAPI rule for a body that needs exactly one of `names`."""
+    return {"oneOf": [{"required": [name]} for name in names]}
+
+
+def at_least_one_member() -> dict[str, Any]:
+    """The OpenAPI rule for a body that needs some member (PATCH bodies)."""
+    return {"minProperties": 1}
 
 
 class StrictSerializer(serializers.Serializer):
     """Rejects members it does not declare, so a misspelt field is an error, not a no-op.
 
     Unknown members are reported together with the declared fields' own problems, so one
-    answer lists everything wrong with the body."""
+    answer lists everything wrong with the body. The OpenAPI document shows such bodies
+    with `additionalProperties: false` (config.api.schema)."""
+
+    # Rules across members that the fields cannot express, as OpenAPI schema keywords
+    # (`exactly_one_of`, `at_least_one_member`). `validate` enforces them; this only tells
+    # the document, so both change together.
+    body_rules: ClassVar[dict[str, Any]] = {}
 
     def to_internal_value(self, data: Any) -> Any:
         if data is not None and not isinstance(data, Mapping):
@@ -48,6 +66,17 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field(OpenApiTypes.EMAIL)
+class EmailMemberField(StrictCharField):
+    """An email address; the service trims, validates and normalises it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 320)
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
 class JsonObjectField(serializers.JSONField):
     """A JSON object (not an array, string or number) that PostgreSQL can store: no NUL
     characters, lone surrogates or non-finite numbers, each reported at its own path."""

@@ -124,8 +124,6 @@ REST_FRAMEWORK = {
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.JsonFirstNegotiation",
     "DEFAULT_PARSER_CLASSES": [
         "config.api.parsers.JsonParser",
-        "rest_framework.parsers.MultiPartParser",
-        "rest_framework.parsers.FormParser",
     ],
     "EXCEPTION_HANDLER": "config.api.exceptions.envelope_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "config.api.schema.EnvelopeAutoSchema",

@@ -2,7 +2,14 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.serializers import JsonObjectField, StrictCharField, StrictSerializer
+from config.api.serializers import (
+    EmailMemberField,
+    JsonObjectField,
+    StrictCharField,
+    StrictSerializer,
+    at_least_one_member,
+    exactly_one_of,
+)
 
 MAX_FIELD_KEY_LENGTH = 100
 
@@ -23,7 +30,7 @@ class ContactSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     email = serializers.CharField(allow_null=True)
     external_id = serializers.CharField(allow_null=True)
-    fields = serializers.JSONField()  # type: ignore[assignment]
+    fields = JsonObjectField()  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     deleted_at = serializers.DateTimeField(allow_null=True)
@@ -34,7 +41,7 @@ class ContactUpsertResultSerializer(ContactSerializer):
 
 
 class ContactUpsertSerializer(StrictSerializer):
-    email = StrictCharField(max_length=320, trim_whitespace=False)
+    email = EmailMemberField()
     fields = ContactFieldsField(required=False)  # type: ignore[assignment]
     external_id = StrictCharField(
         required=False, allow_null=True, min_length=1, max_length=255, trim_whitespace=False
@@ -42,7 +49,9 @@ class ContactUpsertSerializer(StrictSerializer):
 
 
 class ContactLookupSerializer(StrictSerializer):
-    email = StrictCharField(required=False, max_length=320, trim_whitespace=False)
+    body_rules = exactly_one_of("email", "external_id")
+
+    email = EmailMemberField(required=False)
     external_id = StrictCharField(
         required=False, min_length=1, max_length=255, trim_whitespace=False
     )
@@ -58,7 +67,9 @@ class ContactLookupSerializer(StrictSerializer):
 
 
 class ContactUpdateSerializer(StrictSerializer):
-    email = StrictCharField(required=False, max_length=320, trim_whitespace=False)
+    body_rules = at_least_one_member()
+
+    email = EmailMemberField(required=False)
     fields = ContactFieldsField(required=False)  # type: ignore[assignment]
     external_id = StrictCharField(
         required=False, allow_null=True, min_length=1, max_length=255, trim_whitespace=False

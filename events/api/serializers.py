@@ -5,9 +5,17 @@ from typing import Any
 
 from rest_framework import serializers
 
+from config.api.serializers import StrictSerializer
 from config.clock import iso_utc
+from events.conf import (
+    MAX_BATCH_ITEMS,
+    MAX_EXTERNAL_ID_LENGTH,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_NAME_LENGTH,
+)
 from events.models import EventSource, EventStatus, EventType
 from events.shapes import schema_hint
+from events.validation import NAME_PATTERN
 
 
 def event_types_data(entries: Sequence[EventType]) -> list[dict[str, Any]]:
@@ -30,18 +38,45 @@ def event_types_data(entries: Sequence[EventType]) -> list[dict[str, Any]]:
 # The serializers below document the API (OpenAPI); the views build the same shapes by hand.
 
 
-class EventSubmissionSerializer(serializers.Serializer):
-    event = serializers.CharField(max_length=200, help_text="e.g. `order.completed`")
+class EventSubmissionSerializer(StrictSerializer):
+    # At least one identity member with a value; `null` counts as absent.
+    body_rules = {
+        "anyOf": [
+            {"required": ["contact_id"], "properties": {"contact_id": {"type": "string"}}},
+            {"required": ["external_id"], "properties": {"external_id": {"type": "string"}}},
+            {"required": ["email"], "properties": {"email": {"type": "string"}}},
+        ]
+    }
+
+    event = serializers.RegexField(
+        NAME_PATTERN.pattern,
+        max_length=MAX_NAME_LENGTH,
+        help_text="e.g. `order.completed`; names starting `sendrealm.` are reserved (422).",
+    )
     email = serializers.EmailField(required=False, allow_null=True)
     contact_id = serializers.UUIDField(required=False, allow_null=True)
-    external_id = serializers.CharField(max_length=255, required=False, allow_null=True)
-    payload = serializers.DictField(required=False, default=dict)
-    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
-    idempotency_key = serializers.CharField(max_length=255, required=False, allow_null=True)
+    external_id = serializers.CharField(
+        max_length=MAX_EXTERNAL_ID_LENGTH, required=False, allow_null=True
+    )
+    payload = serializers.DictField(required=False, allow_null=True, help_text="Default `{}`.")
+    occurred_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="With an offset; default: receipt time."
+    )
+    idempotency_key = serializers.CharField(
+        max_length=MAX_IDEMPOTENCY_KEY_LENGTH, required=False, allow_null=True
+    )
 
 
-class EventBatchSerializer(serializers.Serializer):
-    events = EventSubmissionSerializer(many=True, help_text="1 to 500 events.")
+class EventBatchSerializer(StrictSerializer):
+    events = EventSubmissionSerializer(  # type: ignore[call-arg]
+        many=True,
+        min_length=1,
+        max_length=MAX_BATCH_ITEMS,
+        help_text=(
+            f"1 to {MAX_BATCH_ITEMS} events. An item that is not a valid event is rejected "
+            "alone, in its result."
+        ),
+    )
 
 
 class EventAcceptedSerializer(serializers.Serializer):

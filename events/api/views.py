@@ -100,9 +100,9 @@ class EventTypeListView(ProjectView):
     @extend_schema(
         operation_id="event_types_list",
         parameters=[
-            OpenApiParameter("limit", int, description="1 to 100, default 20."),
-            OpenApiParameter("after", str, description="The cursor from `metadata.next`."),
-            OpenApiParameter("search", str, description="Substring of the event name."),
+            OpenApiParameter(
+                "search", str, description="Substring of the event name, case-insensitive."
+            ),
             OpenApiParameter("source", str, enum=list(EventSource.values)),
         ],
         responses={200: EventTypeSerializer(many=True)},

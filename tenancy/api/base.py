@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from config.api.errors import Unauthenticated
 from tenancy.access import Access, KeyRecord
+from tenancy.api.schema import ProjectAutoSchema
 from tenancy.models import Project, Scope
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -19,6 +20,7 @@ class ProjectView(APIView):
     every other method; `method_scopes` overrides a single method.
     """
 
+    schema = ProjectAutoSchema()
     project_scoped: ClassVar[bool] = True
     paginated: ClassVar[bool] = False
     read_scope: ClassVar[str | None] = Scope.RESOURCES_READ

@@ -1,7 +1,18 @@
-"""How the OpenAPI document describes the API key scheme (registered in TenancyConfig.ready)."""
+"""How the OpenAPI document describes the API key scheme, the project header of project
+endpoints and the empty body of prepare calls (registered in TenancyConfig.ready)."""
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from typing import Any
+
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerExtension,
+)
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import Direction, OpenApiParameter
+
+from config.api.schema import EnvelopeAutoSchema
+from tenancy.api.permissions import PROJECT_HEADER_NAME
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -12,3 +23,32 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "description": "sr_… or sr_user_… key"}
+
+
+class EmptyBodyScheme(OpenApiSerializerExtension):
+    """A prepare call takes `{}` (or no body): an object without members."""
+
+    target_class = "tenancy.preparedactions.api.serializers.EmptyBodySerializer"
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False, "maxProperties": 0}
+
+
+class ProjectAutoSchema(EnvelopeAutoSchema):
+    """Adds the project header to every operation that acts on one project."""
+
+    def get_override_parameters(self) -> list[Any]:
+        parameters: list[Any] = super().get_override_parameters()
+        if not getattr(self.view, "project_scoped", True):
+            return parameters
+        header = OpenApiParameter(
+            PROJECT_HEADER_NAME,
+            OpenApiTypes.UUID,
+            OpenApiParameter.HEADER,
+            required=False,
+            description=(
+                "The project to act on. Personal keys must send it; integration keys "
+                "default to their own (or default) project."
+            ),
+        )
+        return [header, *parameters]

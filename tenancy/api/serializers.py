@@ -6,7 +6,7 @@ from django.core.validators import validate_email
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.serializers import StrictCharField, StrictSerializer
+from config.api.serializers import StrictCharField, StrictSerializer, at_least_one_member
 from tenancy.models import EmailNormalization, Project
 
 
@@ -66,6 +66,8 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 
 class ProjectUpdateSerializer(StrictSerializer):
+    body_rules = at_least_one_member()
+
     name = StrictCharField(min_length=1, max_length=200, required=False)
     policies = PoliciesInputSerializer(required=False)
 

@@ -142,7 +142,7 @@ def test_a_charset_that_is_not_text_is_invalid_json(api, world):
     assert_error(response, 400, "invalid_json")
 
 
-def test_a_broken_multipart_body_is_a_400_without_internals(api, world):
+def test_a_broken_multipart_body_is_refused_as_an_unsupported_type(api, world):
     response = api.request(
         "PATCH",
         "/project",
@@ -151,7 +151,7 @@ def test_a_broken_multipart_body_is_a_400_without_internals(api, world):
         content_type="multipart/form-data",
     )
 
-    error = assert_error(response, 400, "invalid_json")
+    error = assert_error(response, 415, "unsupported_media_type")
     assert error["details"] == ""
 
 
@@ -177,7 +177,7 @@ def test_a_body_over_the_upload_limit_is_413_in_the_envelope(api, world):
     assert not Contact.objects.exists()
 
 
-def test_a_form_body_over_the_upload_limit_is_413(api, world):
+def test_a_form_body_over_the_upload_limit_is_refused_unread(api, world):
     response = api.request(
         "PATCH",
         "/project",
@@ -186,7 +186,7 @@ def test_a_form_body_over_the_upload_limit_is_413(api, world):
         content_type="application/x-www-form-urlencoded",
     )
 
-    assert_error(response, 413, "request_too_large")
+    assert_error(response, 415, "unsupported_media_type")
 
 
 def test_the_size_is_checked_before_the_key_is_trusted_with_a_parse(api, world):

@@ -2,7 +2,14 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.serializers import JsonObjectField, StrictCharField, StrictSerializer
+from config.api.serializers import (
+    EmailMemberField,
+    JsonObjectField,
+    StrictCharField,
+    StrictSerializer,
+    at_least_one_member,
+    exactly_one_of,
+)
 from contacts.api.serializers import ContactSerializer
 from contacts.audiences.models import PropertyType
 
@@ -34,6 +41,8 @@ class AudienceCreateSerializer(StrictSerializer):
 
 
 class AudienceUpdateSerializer(StrictSerializer):
+    body_rules = at_least_one_member()
+
     name = StrictCharField(required=False, min_length=1, max_length=200)
     description = StrictCharField(required=False, allow_null=True, max_length=2000)
 
@@ -59,7 +68,7 @@ class MembershipSerializer(serializers.Serializer):
     audience_id = serializers.UUIDField()
     contact_id = serializers.UUIDField()
     contact = ContactSerializer()
-    properties = serializers.JSONField()
+    properties = JsonObjectField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -69,8 +78,10 @@ class MembershipResultSerializer(MembershipSerializer):
 
 
 class MemberAddSerializer(StrictSerializer):
+    body_rules = exactly_one_of("contact_id", "email")
+
     contact_id = serializers.UUIDField(required=False)
-    email = StrictCharField(required=False, max_length=320, trim_whitespace=False)
+    email = EmailMemberField(required=False)
     properties = JsonObjectField(required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

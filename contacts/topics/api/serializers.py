@@ -2,7 +2,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.serializers import StrictCharField, StrictSerializer
+from config.api.serializers import StrictCharField, StrictSerializer, at_least_one_member
 from contacts.topics.models import SubscriptionSource, SubscriptionStatus
 from contacts.topics.selectors import TopicStatus
 
@@ -23,6 +23,8 @@ class TopicCreateSerializer(StrictSerializer):
 
 
 class TopicUpdateSerializer(StrictSerializer):
+    body_rules = at_least_one_member()
+
     name = StrictCharField(required=False, min_length=1, max_length=200)
     description = StrictCharField(required=False, allow_null=True, max_length=2000)
     default_status = serializers.ChoiceField(choices=SubscriptionStatus.choices, required=False)
