@@ -140,6 +140,27 @@ def stop(procs: dict[str, subprocess.Popen[str]]) -> None:
             proc.wait(timeout=5)
 
 
+def web_command(
+    *, host: str, port: int, workers: int = 1, static_root: Path = ROOT / "staticfiles"
+) -> list[str]:
+    """granian serving the API and, from `static_root`, the admin's static files."""
+    return [
+        str(BIN / "granian"),
+        "--interface=wsgi",
+        f"--host={host}",
+        f"--port={port}",
+        f"--workers={workers}",
+        "--blocking-threads=4",
+        # Without it one dead worker stops granian altogether; with it granian replaces
+        # the worker (and still exits when replacements keep dying: a crash loop).
+        "--respawn-failed-workers",
+        "--access-log",
+        "--static-path-route=/static",
+        f"--static-path-mount={static_root}",
+        "config.wsgi:application",
+    ]
+
+
 def wait_healthy(url: str, procs: dict[str, subprocess.Popen[str]], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not stopping.is_set():
@@ -219,22 +240,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     procs = {
-        "web": start(
-            "web",
-            [
-                str(BIN / "granian"),
-                "--interface=wsgi",
-                f"--host={HOST}",
-                f"--port={PORT}",
-                "--workers=1",
-                "--blocking-threads=4",
-                "--access-log",
-                "--static-path-route=/static",
-                f"--static-path-mount={ROOT / 'staticfiles'}",
-                "config.wsgi:application",
-            ],
-            env,
-        ),
+        "web": start("web", web_command(host=HOST, port=PORT), env),
         "worker": start(
             "worker",
             [
