@@ -176,8 +176,9 @@ def wait_healthy(url: str, procs: dict[str, subprocess.Popen[str]], seconds: flo
     return False
 
 
-def first_start_keys(env: dict[str, str]) -> dict[str, object] | None:
-    """On an empty database, bootstraps the demo team and returns its keys."""
+def first_start(env: dict[str, str]) -> dict[str, object] | None:
+    """On an empty database, bootstraps the demo team and, with the local settings, the
+    demo staff login; returns the keys and the login's password to show once."""
     probe = (
         "import django; django.setup(); from tenancy.models import Team; "
         "print(int(Team.objects.exists()))"
@@ -192,25 +193,37 @@ def first_start_keys(env: dict[str, str]) -> dict[str, object] | None:
     ).stdout.strip()
     if found == "1":
         return None
-    return json.loads(manage(env, "bootstrap", "--json", capture=True))
+    created: dict[str, object] = json.loads(manage(env, "bootstrap", "--json", capture=True))
+    # A printed password is for a development machine only (the command refuses under any
+    # other settings), so it is asked for under the local ones alone.
+    if env["DJANGO_SETTINGS_MODULE"] == "config.settings.local":
+        created["admin"] = json.loads(manage(env, "create_demo_admin", "--json", capture=True))
+    return created
 
 
-def banner(keys: dict[str, object] | None) -> None:
+def banner(created: dict[str, object] | None) -> None:
     base = f"http://{HOST}:{PORT}"
     lines = [
         "",
         f"API      {base}   (health: {base}/health, reference: {base}/docs, admin: {base}/admin/)",
     ]
-    if keys is not None:
-        key_map = keys["keys"]
+    if created is not None:
+        key_map = created["keys"]
         assert isinstance(key_map, dict)
         lines += [
             "Keys     first start: created the demo team; its keys, shown once:",
             *(f"           {kind:<14} {secret}" for kind, secret in key_map.items()),
             f"Try      curl -s -H 'Authorization: Bearer {key_map['project']}' {base}/project",
         ]
+        admin = created.get("admin")
+        if isinstance(admin, dict) and admin["password"] is not None:
+            lines.append(
+                f"Admin    first start: created the staff login {admin['username']} with "
+                f"password {admin['password']} (shown once) for {base}/admin/"
+            )
     lines += [
         "Keys     .venv/bin/python manage.py bootstrap --json   prints working keys any time",
+        "Admin    .venv/bin/python manage.py createsuperuser    makes a login of your own",
         "Stop     Ctrl-C",
         "",
     ]
@@ -231,7 +244,7 @@ def main() -> int:
     log(f"broker {env.get('CELERY_BROKER_URL') or 'filesystem (.run/broker)'}")
     manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "-v0")
-    keys = first_start_keys(env)
+    created = first_start(env)
 
     def on_signal(signum: int, frame: object) -> None:
         stopping.set()
@@ -262,7 +275,7 @@ def main() -> int:
     code = 0
     try:
         if wait_healthy(f"http://{HOST}:{PORT}/health", procs, 60):
-            banner(keys)
+            banner(created)
         elif not stopping.is_set():
             log("the API did not become healthy within 60s")
             code = 1

@@ -95,6 +95,10 @@ if CACHE_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# `manage.py create_demo_admin` (run by `make run` on first start) prints a staff login's
+# password; only the local settings allow it.
+DEMO_ADMIN_ALLOWED = False
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
