@@ -67,15 +67,16 @@ TEMPLATES = [
 
 RUN_DIR.mkdir(exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{RUN_DIR / 'db.sqlite3'}")}
+# The embedded default serves the API, a worker and beat at once: WAL lets readers run
+# beside the writer, IMMEDIATE takes the write lock up front instead of failing on
+# upgrade, and the timeout waits for it. The test settings reuse it for their SQLite run.
+SQLITE_OPTIONS = {
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The embedded default serves the API, a worker and beat at once: WAL lets readers
-    # run beside the writer, IMMEDIATE takes the write lock up front instead of failing
-    # on upgrade, and the timeout waits for it.
-    DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        "transaction_mode": "IMMEDIATE",
-        "timeout": 20,
-    }
+    DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
     # A health check costs a `SELECT 1` round trip on every request; persistent connections
