@@ -240,8 +240,10 @@ def main() -> int:
         log(f"{HOST}:{PORT} is already in use; stop what listens there or set PORT")
         return 1
 
-    log(f"settings {env['DJANGO_SETTINGS_MODULE']}, database {database_url or 'SQLite (.run)'}")
-    log(f"broker {env.get('CELERY_BROKER_URL') or 'filesystem (.run/broker)'}")
+    run_dir = env.get("RUN_DIR") or ".run"
+    database = database_url or f"SQLite ({run_dir})"
+    log(f"settings {env['DJANGO_SETTINGS_MODULE']}, database {database}")
+    log(f"broker {env.get('CELERY_BROKER_URL') or f'filesystem ({run_dir}/broker)'}")
     manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "-v0")
     created = first_start(env)

@@ -6,10 +6,13 @@ from typing import Any
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-RUN_DIR = BASE_DIR / ".run"
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+# Where the embedded default keeps its SQLite database and filesystem broker; a relative
+# path is taken from the repository root.
+RUN_DIR = BASE_DIR / env.str("RUN_DIR", default=".run")
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-local-development-key-change-me")
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
@@ -65,7 +68,7 @@ TEMPLATES = [
     },
 ]
 
-RUN_DIR.mkdir(exist_ok=True)
+RUN_DIR.mkdir(parents=True, exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{RUN_DIR / 'db.sqlite3'}")}
 # The embedded default serves the API, a worker and beat at once: WAL lets readers run
 # beside the writer, IMMEDIATE takes the write lock up front instead of failing on
