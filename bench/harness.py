@@ -177,6 +177,8 @@ class Server:
                 f"--port={self.port}",
                 f"--workers={workers}",
                 f"--blocking-threads={threads}",
+                # As in production: a dead worker is replaced instead of stopping granian.
+                "--respawn-failed-workers",
                 "--no-access-log",
                 "config.wsgi:application",
             ]

@@ -140,6 +140,27 @@ def stop(procs: dict[str, subprocess.Popen[str]]) -> None:
             proc.wait(timeout=5)
 
 
+def web_command(
+    *, host: str, port: int, workers: int = 1, static_root: Path = ROOT / "staticfiles"
+) -> list[str]:
+    """granian serving the API and, from `static_root`, the admin's static files."""
+    return [
+        str(BIN / "granian"),
+        "--interface=wsgi",
+        f"--host={host}",
+        f"--port={port}",
+        f"--workers={workers}",
+        "--blocking-threads=4",
+        # Without it one dead worker stops granian altogether; with it granian replaces
+        # the worker (and still exits when replacements keep dying: a crash loop).
+        "--respawn-failed-workers",
+        "--access-log",
+        "--static-path-route=/static",
+        f"--static-path-mount={static_root}",
+        "config.wsgi:application",
+    ]
+
+
 def wait_healthy(url: str, procs: dict[str, subprocess.Popen[str]], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not stopping.is_set():
@@ -155,8 +176,9 @@ def wait_healthy(url: str, procs: dict[str, subprocess.Popen[str]], seconds: flo
     return False
 
 
-def first_start_keys(env: dict[str, str]) -> dict[str, object] | None:
-    """On an empty database, bootstraps the demo team and returns its keys."""
+def first_start(env: dict[str, str]) -> dict[str, object] | None:
+    """On an empty database, bootstraps the demo team and, with the local settings, the
+    demo staff login; returns the keys and the login's password to show once."""
     probe = (
         "import django; django.setup(); from tenancy.models import Team; "
         "print(int(Team.objects.exists()))"
@@ -171,25 +193,37 @@ def first_start_keys(env: dict[str, str]) -> dict[str, object] | None:
     ).stdout.strip()
     if found == "1":
         return None
-    return json.loads(manage(env, "bootstrap", "--json", capture=True))
+    created: dict[str, object] = json.loads(manage(env, "bootstrap", "--json", capture=True))
+    # A printed password is for a development machine only (the command refuses under any
+    # other settings), so it is asked for under the local ones alone.
+    if env["DJANGO_SETTINGS_MODULE"] == "config.settings.local":
+        created["admin"] = json.loads(manage(env, "create_demo_admin", "--json", capture=True))
+    return created
 
 
-def banner(keys: dict[str, object] | None) -> None:
+def banner(created: dict[str, object] | None) -> None:
     base = f"http://{HOST}:{PORT}"
     lines = [
         "",
         f"API      {base}   (health: {base}/health, reference: {base}/docs, admin: {base}/admin/)",
     ]
-    if keys is not None:
-        key_map = keys["keys"]
+    if created is not None:
+        key_map = created["keys"]
         assert isinstance(key_map, dict)
         lines += [
             "Keys     first start: created the demo team; its keys, shown once:",
             *(f"           {kind:<14} {secret}" for kind, secret in key_map.items()),
             f"Try      curl -s -H 'Authorization: Bearer {key_map['project']}' {base}/project",
         ]
+        admin = created.get("admin")
+        if isinstance(admin, dict) and admin["password"] is not None:
+            lines.append(
+                f"Admin    first start: created the staff login {admin['username']} with "
+                f"password {admin['password']} (shown once) for {base}/admin/"
+            )
     lines += [
         "Keys     .venv/bin/python manage.py bootstrap --json   prints working keys any time",
+        "Admin    .venv/bin/python manage.py createsuperuser    makes a login of your own",
         "Stop     Ctrl-C",
         "",
     ]
@@ -206,11 +240,13 @@ def main() -> int:
         log(f"{HOST}:{PORT} is already in use; stop what listens there or set PORT")
         return 1
 
-    log(f"settings {env['DJANGO_SETTINGS_MODULE']}, database {database_url or 'SQLite (.run)'}")
-    log(f"broker {env.get('CELERY_BROKER_URL') or 'filesystem (.run/broker)'}")
+    run_dir = env.get("RUN_DIR") or ".run"
+    database = database_url or f"SQLite ({run_dir})"
+    log(f"settings {env['DJANGO_SETTINGS_MODULE']}, database {database}")
+    log(f"broker {env.get('CELERY_BROKER_URL') or f'filesystem ({run_dir}/broker)'}")
     manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "-v0")
-    keys = first_start_keys(env)
+    created = first_start(env)
 
     def on_signal(signum: int, frame: object) -> None:
         stopping.set()
@@ -219,22 +255,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     procs = {
-        "web": start(
-            "web",
-            [
-                str(BIN / "granian"),
-                "--interface=wsgi",
-                f"--host={HOST}",
-                f"--port={PORT}",
-                "--workers=1",
-                "--blocking-threads=4",
-                "--access-log",
-                "--static-path-route=/static",
-                f"--static-path-mount={ROOT / 'staticfiles'}",
-                "config.wsgi:application",
-            ],
-            env,
-        ),
+        "web": start("web", web_command(host=HOST, port=PORT), env),
         "worker": start(
             "worker",
             [
@@ -256,7 +277,7 @@ def main() -> int:
     code = 0
     try:
         if wait_healthy(f"http://{HOST}:{PORT}/health", procs, 60):
-            banner(keys)
+            banner(created)
         elif not stopping.is_set():
             log("the API did not become healthy within 60s")
             code = 1

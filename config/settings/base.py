@@ -6,10 +6,13 @@ from typing import Any
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-RUN_DIR = BASE_DIR / ".run"
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+# Where the embedded default keeps its SQLite database and filesystem broker; a relative
+# path is taken from the repository root.
+RUN_DIR = BASE_DIR / env.str("RUN_DIR", default=".run")
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-local-development-key-change-me")
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
@@ -75,17 +78,18 @@ TEMPLATES = [
     },
 ]
 
-RUN_DIR.mkdir(exist_ok=True)
+RUN_DIR.mkdir(parents=True, exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{RUN_DIR / 'db.sqlite3'}")}
+# The embedded default serves the API, a worker and beat at once: WAL lets readers run
+# beside the writer, IMMEDIATE takes the write lock up front instead of failing on
+# upgrade, and the timeout waits for it. The test settings reuse it for their SQLite run.
+SQLITE_OPTIONS = {
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The embedded default serves the API, a worker and beat at once: WAL lets readers
-    # run beside the writer, IMMEDIATE takes the write lock up front instead of failing
-    # on upgrade, and the timeout waits for it.
-    DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        "transaction_mode": "IMMEDIATE",
-        "timeout": 20,
-    }
+    DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
     # A health check costs a `SELECT 1` round trip on every request; persistent connections
@@ -104,6 +108,10 @@ if CACHE_URL:
     CACHES = {"default": env.cache_url("CACHE_URL")}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# `manage.py create_demo_admin` (run by `make run` on first start) prints a staff login's
+# password; only the local settings allow it.
+DEMO_ADMIN_ALLOWED = False
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -1,7 +1,9 @@
 """The test suite: PostgreSQL and Redis on 127.0.0.1 unless the environment says otherwise."""
 
+from pathlib import Path
+
 from config.settings.base import *  # noqa: F403
-from config.settings.base import env
+from config.settings.base import SQLITE_OPTIONS, env
 
 DATABASES = {
     "default": env.db(
@@ -10,6 +12,15 @@ DATABASES = {
 }
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default="") or None}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # `make test`'s second run: the embedded default's write paths with `make run`'s
+    # options, on a file next to DATABASE_URL's (`test_` prefixed, as PostgreSQL's is): in
+    # memory SQLite locks whole tables, which fails concurrent requests a file serves.
+    DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
+    _path = Path(DATABASES["default"]["NAME"])
+    DATABASES["default"]["TEST"]["NAME"] = DATABASES["default"]["TEST"]["NAME"] or str(
+        _path.with_name(f"test_{_path.name}")
+    )
 
 CACHES = {
     "default": {

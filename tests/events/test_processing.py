@@ -25,6 +25,7 @@ from events.services.processing import (
 from events.tasks import sweep
 from events.validation import event_input_parse
 from tests.events.conftest import drain
+from tests.marks import postgresql_only
 
 pytestmark = pytest.mark.django_db
 
@@ -315,6 +316,7 @@ def test_the_retry_policy_follows_settings_and_project_overrides(world, settings
     assert retry_policy_for(world.project).max_attempts == 5
 
 
+@postgresql_only("the counting handler writes with jsonb_set")
 def test_a_writing_handler_runs_once_per_event_when_a_batch_is_redelivered(world, clock, handler):
     handler(bump)
     contact, _ = contact_upsert(project=world.project, email="once@example.com")

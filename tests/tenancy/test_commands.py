@@ -1,9 +1,12 @@
-"""`bootstrap` and `create_api_key`: how scripts and people get working keys."""
+"""`bootstrap`, `create_api_key` and `create_demo_admin`: how scripts and people get
+working keys and an admin login."""
 
 import io
 import json
+import runpy
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from tenancy.access import ALL_SCOPES, hash_secret
@@ -264,3 +267,73 @@ def test_create_api_key_refuses_what_would_not_work(world, args, message):
 
     with pytest.raises(CommandError, match=message):
         run("create_api_key", *filled)
+
+
+# create_demo_admin
+
+
+@pytest.fixture
+def local_settings(settings):
+    """What config.settings.local allows (the test settings, like production, do not)."""
+    settings.DEMO_ADMIN_ALLOWED = True
+
+
+def demo_admin():
+    return json.loads(run("create_demo_admin", "--json"))
+
+
+def test_the_demo_admin_is_a_staff_login_that_signs_into_the_admin(local_settings, client):
+    created = demo_admin()
+
+    assert created["username"] == "admin"
+    user = get_user_model().objects.get(username="admin")
+    assert (user.is_active, user.is_staff, user.is_superuser) == (True, True, True)
+    assert len(created["password"]) >= 20, "at least 16 random bytes"
+    assert created["password"] not in user.password
+    response = client.post(
+        "/admin/login/?next=/admin/", {"username": "admin", "password": created["password"]}
+    )
+    assert (response.status_code, response["Location"]) == (302, "/admin/")
+    assert client.get("/admin/tenancy/apikey/").status_code == 200
+
+
+def test_a_second_demo_admin_run_keeps_the_password_and_shows_none(local_settings):
+    first = demo_admin()
+
+    second = demo_admin()
+
+    assert second == {"username": "admin", "password": None}
+    assert get_user_model().objects.filter(username="admin").count() == 1
+    assert get_user_model().objects.get(username="admin").check_password(first["password"])
+
+
+def test_the_plain_demo_admin_output_shows_the_password_only_when_it_is_created(
+    local_settings,
+):
+    text = run("create_demo_admin")
+    password = text.rsplit(" ", 1)[-1].strip()
+
+    assert get_user_model().objects.get(username="admin").check_password(password)
+    again = run("create_demo_admin")
+    assert "exists already" in again
+    assert password not in again
+
+
+def test_create_demo_admin_refuses_without_the_local_settings():
+    with pytest.raises(CommandError, match="createsuperuser"):
+        run("create_demo_admin")
+
+    assert not get_user_model().objects.filter(username="admin").exists()
+
+
+def test_only_the_local_settings_allow_the_demo_admin(monkeypatch):
+    for name, value in {
+        "DJANGO_SECRET_KEY": "production-secret",
+        "DATABASE_URL": "postgres://user:pass@db.example.com:5432/sendrealm",
+        "CACHE_URL": "redis://cache.example.com:6379/0",
+        "CELERY_BROKER_URL": "redis://broker.example.com:6379/1",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+    assert runpy.run_module("config.settings.local")["DEMO_ADMIN_ALLOWED"] is True
+    assert runpy.run_module("config.settings.production")["DEMO_ADMIN_ALLOWED"] is False

@@ -1,0 +1,86 @@
+"""Helpers of the tests that start real processes (granian, `make run`'s stack): free ports,
+bounded waits, HTTP without a client library, and a process's children from /proc."""
+
+import contextlib
+import importlib.util
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(check: Callable[[], Any], *, timeout: float, what: str) -> Any:
+    """Polls `check` until it returns something truthy (returned) or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"not within {timeout:.0f}s: {what}")
+
+
+def request(
+    method: str, url: str, body: Any = None, *, key: str | None = None, timeout: float = 5
+) -> tuple[int, Any]:
+    """(status, decoded JSON body) of one request; (0, error) when nothing answered."""
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key}"
+    data = json.dumps(body).encode() if body is not None else None
+    outgoing = urllib.request.Request(url, data=data, headers=headers, method=method)  # noqa: S310
+    try:
+        with urllib.request.urlopen(outgoing, timeout=timeout) as response:  # noqa: S310
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        with contextlib.suppress(ValueError):
+            return error.code, json.loads(error.read())
+        return error.code, None
+    except OSError as error:
+        return 0, error
+
+
+def children_of(pid: int) -> set[int]:
+    """The live (not zombie) child processes of `pid`."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # The command name in parentheses may hold spaces; the fields after it do not.
+        state, parent = stat.rpartition(")")[2].split()[:2]
+        if int(parent) == pid and state != "Z":
+            found.add(int(entry.name))
+    return found
+
+
+def reaped(pid: int) -> bool:
+    """True once `pid` is gone altogether. A zombie is not enough: its leader thread shows
+    `Z` while its other threads, and the sockets they share, may still be open."""
+    return not Path(f"/proc/{pid}").exists()
+
+
+def run_script() -> ModuleType:
+    """scripts/run.py (`make run`) as a module, for the commands it starts."""
+    spec = importlib.util.spec_from_file_location("sendrealm_run", ROOT / "scripts" / "run.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
