@@ -1,18 +1,21 @@
 """Tunables of the event pipeline: CONTRACT defaults, overridable per project through its
 `event_retry_*` policies, and by Django settings for the whole service."""
 
-import datetime as dt
-import random
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+
+from config.workqueue import policy
+from config.workqueue.policy import RetryPolicy
 
 # CONTRACT section 5: base 2 s, factor 2, cap 10 min, 8 attempts.
 RETRY_BASE_SECONDS = 2.0
 RETRY_FACTOR = 2.0
 RETRY_CAP_SECONDS = 600.0
 RETRY_MAX_ATTEMPTS = 8
+DEFAULT_RETRY_POLICY = RetryPolicy(
+    RETRY_BASE_SECONDS, RETRY_FACTOR, RETRY_CAP_SECONDS, RETRY_MAX_ATTEMPTS
+)
 
 MAX_BATCH_ITEMS = 500
 MAX_NAME_LENGTH = 200
@@ -41,7 +44,7 @@ def wake_debounce_seconds() -> int:
 
 def wake_settle_seconds() -> float:
     """How long a worker that ran dry waits before its last look. Web processes check the
-    shared wake-up signal at most every 0.25 s (events/wake.py), so one that looked just
+    shared wake-up signal at most every 0.25 s (config/workqueue/wake.py), so one that looked just
     before the worker re-armed it publishes nothing for that long; waiting it out means an
     event committed in that window is processed now, not at the next beat sweep."""
     return float(setting("EVENTS_WAKE_SETTLE_SECONDS", 0.3))
@@ -52,32 +55,12 @@ def task_time_budget_seconds() -> float:
     return float(setting("EVENTS_TASK_BUDGET_SECONDS", 20))
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    base_seconds: float
-    factor: float
-    cap_seconds: float
-    max_attempts: int
-
-    def delay(self, attempt: int) -> dt.timedelta:
-        """Backoff after failed attempt number `attempt` (1-based): exponential, capped,
-        with "equal jitter" (half fixed, half random) so retries of a burst spread out."""
-        ceiling = min(self.cap_seconds, self.base_seconds * self.factor ** max(attempt - 1, 0))
-        return dt.timedelta(seconds=ceiling / 2 + random.uniform(0, ceiling / 2))
-
-
 def retry_policy_for(project: Any) -> RetryPolicy:
-    """The project's retry policy; a project field `event_retry_<name>` wins when present."""
-
-    def pick(name: str, default: Any) -> Any:
-        value = getattr(project, f"event_retry_{name}", None)
-        if value is None:
-            value = setting(f"EVENTS_RETRY_{name.upper()}", default)
-        return value
-
-    return RetryPolicy(
-        base_seconds=float(pick("base_seconds", RETRY_BASE_SECONDS)),
-        factor=float(pick("factor", RETRY_FACTOR)),
-        cap_seconds=float(pick("cap_seconds", RETRY_CAP_SECONDS)),
-        max_attempts=int(pick("max_attempts", RETRY_MAX_ATTEMPTS)),
+    """The project's retry policy: CONTRACT's defaults, the `EVENTS_RETRY_<NAME>` settings
+    over them, and a project field `event_retry_<name>` over those when set."""
+    return policy.retry_policy_for(
+        project,
+        default=DEFAULT_RETRY_POLICY,
+        setting_prefix="EVENTS_RETRY_",
+        field_prefix="event_retry_",
     )

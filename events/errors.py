@@ -1,6 +1,7 @@
 """Errors of event ingest (answered to clients) and of event processing (kept on the row)."""
 
 from config.api.errors import Unprocessable
+from config.workqueue.errors import WorkError
 
 
 class ReservedEventName(Unprocessable):
@@ -13,7 +14,7 @@ class PayloadTooLarge(Unprocessable):
     message = "The serialised payload is larger than the project's event_payload_limit_bytes."
 
 
-class ProcessingError(Exception):
+class ProcessingError(WorkError):
     """Processing could not finish. Transient errors retry with backoff; permanent ones
     go to the dead-letter queue at once, since retrying cannot change their outcome."""
 
@@ -32,9 +33,3 @@ class UnknownContactId(ContactNotFound):
 
     code = "unknown_contact_id"
     permanent = True
-
-
-class WorkerLost(ProcessingError):
-    """The worker holding the claim died; the lease ran out."""
-
-    code = "worker_lost"

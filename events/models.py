@@ -6,6 +6,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from config import clock
+from config.workqueue.models import WorkItem, due_index, lease_index
 from tenancy.models import Project
 
 SYSTEM_PREFIX = "sendrealm."
@@ -24,8 +25,10 @@ class EventStatus(models.TextChoices):
     DEAD_LETTERED = "dead_lettered"
 
 
-class Event(models.Model):
-    """One event as received; processing state lives on the row (the table is the outbox)."""
+class Event(WorkItem):
+    """One event as received; processing state lives on the row (the table is the outbox
+    and the workers' queue: status, attempts, claim and lease columns come from the
+    work-queue kit)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events")
@@ -43,20 +46,10 @@ class Event(models.Model):
     payload = models.JSONField(default=dict, encoder=DjangoJSONEncoder)
     occurred_at = models.DateTimeField()
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    # The kit's states under the names the API shows (CONTRACT section 5).
     status = models.CharField(
         max_length=16, choices=EventStatus.choices, default=EventStatus.ACCEPTED
     )
-    # Claims so far (a worker that dies mid-way also used one), so a poison event that
-    # kills workers still ends in the dead-letter queue.
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    # While `processing`: who holds the claim and until when; an expired lease is
-    # claimable again, which is how a killed worker's events still get processed.
-    claim_token = models.UUIDField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True, default="")
-    # A short machine-readable class of `last_error`, for the dead-letter filter.
-    error_code = models.CharField(max_length=64, blank=True, default="")
     processed_at = models.DateTimeField(null=True, blank=True)
     # Set when the event was counted into the catalog (once, per processed batch).
     cataloged_at = models.DateTimeField(null=True, blank=True)
@@ -71,18 +64,9 @@ class Event(models.Model):
             ),
         ]
         indexes = [
-            # Serves the workers' claim: due events waiting for (another) attempt.
-            models.Index(
-                fields=["next_attempt_at"],
-                condition=models.Q(status__in=["accepted", "failed"]),
-                name="event_due_idx",
-            ),
-            # Serves the claim of rows whose worker died: expired leases.
-            models.Index(
-                fields=["lease_expires_at"],
-                condition=models.Q(status="processing"),
-                name="event_lease_idx",
-            ),
+            # Serve the workers' claim: due events, and expired leases of dead workers.
+            due_index("event_due_idx"),
+            lease_index("event_lease_idx"),
             # Serves the sweep that catalogs processed events a dead worker left uncounted.
             models.Index(
                 fields=["processed_at"],

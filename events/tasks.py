@@ -5,6 +5,7 @@ import logging
 from celery import shared_task
 
 from events.conf import task_time_budget_seconds
+from events.queue import EVENT_QUEUE
 from events.services.catalog import event_types_record_backlog
 from events.services.processing import events_process_due
 from events.services.retention import events_purge_expired
@@ -18,7 +19,7 @@ def process_batch() -> int:
     are left or the time budget is spent, then hands the rest to a fresh task."""
     claimed, more = events_process_due(budget_seconds=task_time_budget_seconds())
     if more:
-        process_batch.apply_async(retry=False)
+        EVENT_QUEUE.publish()
     return claimed
 
 
@@ -29,7 +30,7 @@ def sweep() -> int:
     event_types_record_backlog()
     claimed, more = events_process_due(budget_seconds=task_time_budget_seconds())
     if more:
-        process_batch.apply_async(retry=False)
+        EVENT_QUEUE.publish()
     if claimed:
         logger.info("Event sweep claimed %d events", claimed)
     return claimed

@@ -1,0 +1,25 @@
+"""Errors of work items: what an attempt raises decides whether the row retries."""
+
+
+class WorkError(Exception):
+    """An attempt could not finish. Transient errors (the default) retry with backoff;
+    permanent ones go to the dead-letter queue at once, since retrying cannot change
+    their outcome. `code` is kept on the row (`error_code`) for the dead-letter filter."""
+
+    code = "work_error"
+    permanent = False
+
+    def __init__(
+        self, message: str = "", *, code: str | None = None, permanent: bool | None = None
+    ):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        if permanent is not None:
+            self.permanent = permanent
+
+
+class WorkerLost(WorkError):
+    """The worker holding the claim died; the lease ran out."""
+
+    code = "worker_lost"
