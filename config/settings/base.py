@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "contacts",
     "contacts.audiences",
     "contacts.topics",
+    "messaging",
 ]
 
 MIDDLEWARE = [
