@@ -25,8 +25,11 @@ COMMON_ERRORS = {
     "406": "`Accept` excludes JSON (`not_acceptable`).",
     "500": "Unexpected failure (`internal_error`).",
 }
-# Only operations that take a body can meet this one.
-BODY_ERRORS = {"415": "The body is not JSON (`unsupported_media_type`)."}
+# Only operations that take a body can meet these.
+BODY_ERRORS = {
+    "413": "The body is larger than the endpoint accepts (`request_too_large`).",
+    "415": "The body is not JSON (`unsupported_media_type`).",
+}
 
 # What an operation without a key (health, the schema itself) can still answer.
 UNAUTHENTICATED_ERRORS = frozenset({"405", "406", "500"})

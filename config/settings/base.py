@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "contacts",
     "contacts.audiences",
     "contacts.topics",
+    "messaging",
 ]
 
 MIDDLEWARE = [

@@ -29,6 +29,7 @@ from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
 from tests.factories import UserFactory
+from tests.messaging.factories_templates import TemplateVersionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -102,6 +103,7 @@ def console_rows(world):
         last_seen_at=occurred,
         occurrences_count=2,
     )
+    TemplateVersionFactory(template__project=world.project)
     return world
 
 

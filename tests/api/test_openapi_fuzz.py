@@ -42,6 +42,29 @@ CONFIG = schemathesis.Config.from_dict(
             # A schema-valid `after` is still only good when the service issued it, and a
             # valid-looking id names nothing: 400 and 404 are right answers to valid data.
             "positive_data_acceptance": {"enabled": False},
+            # An invalid body may also be refused for its size (413) before it is read.
+            "negative_data_rejection": {
+                "expected-statuses": [
+                    400,
+                    401,
+                    403,
+                    404,
+                    405,
+                    406,
+                    409,
+                    413,
+                    415,
+                    422,
+                    428,
+                    429,
+                    500,
+                    501,
+                    502,
+                    503,
+                    504,
+                    505,
+                ]
+            },
         },
         "operations": [
             {
