@@ -5,6 +5,8 @@ from typing import Any
 
 import environ
 
+from config.secrets import key_derived_from
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 RUN_DIR = BASE_DIR / ".run"
 
@@ -12,6 +14,12 @@ env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-local-development-key-change-me")
+# Fernet keys that encrypt secrets at rest (config/secrets.py), comma-separated: the first
+# encrypts, every one decrypts. Local and test runs derive one from SECRET_KEY; production
+# requires its own.
+SECRETS_ENCRYPTION_KEY = env.str("SECRETS_ENCRYPTION_KEY", default="") or key_derived_from(
+    SECRET_KEY
+)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 
