@@ -16,6 +16,7 @@ urlpatterns = [
     path("", include("contacts.api.urls")),
     path("", include("contacts.audiences.api.urls")),
     path("", include("contacts.topics.api.urls")),
+    path("", include("messaging.api.urls")),
     # Every other path: the 404 envelope, whatever the method.
     re_path(r"^.*$", not_found_view),
 ]

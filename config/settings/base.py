@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "contacts",
     "contacts.audiences",
     "contacts.topics",
+    "messaging",
 ]
 
 MIDDLEWARE = [
@@ -156,6 +157,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "SubscriptionStatusEnum": "contacts.topics.models.SubscriptionStatus",
         "SubscriptionSourceEnum": "contacts.topics.models.SubscriptionSource",
+        "SuppressionReasonEnum": "messaging.models.suppressions.SuppressionReason",
     },
 }
 
