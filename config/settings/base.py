@@ -157,6 +157,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "SubscriptionStatusEnum": "contacts.topics.models.SubscriptionStatus",
         "SubscriptionSourceEnum": "contacts.topics.models.SubscriptionSource",
+        "DomainStatusEnum": "messaging.models.domains.DomainStatus",
         "SuppressionReasonEnum": "messaging.models.suppressions.SuppressionReason",
     },
 }
@@ -188,6 +189,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Sending domains: the SPF include every domain publishes (the SPF record of the servers
+# that send the mail), and the DNS server verification asks (`host:port`; empty: the
+# system's resolver) with the seconds each lookup may take.
+SENDING_SPF_INCLUDE = env.str("SENDING_SPF_INCLUDE", default="spf.sendrealm.com")
+DNS_RESOLVER = env.str("DNS_RESOLVER", default="")
+DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
 
 LOGGING: dict[str, Any] = {
     "version": 1,

@@ -1,5 +1,5 @@
 """Staff console of the messaging family, one module per sub-domain."""
 
-from messaging.admin import suppressions
+from messaging.admin import domains, suppressions
 
-__all__ = ["suppressions"]
+__all__ = ["domains", "suppressions"]
