@@ -22,3 +22,14 @@ class TemplateRenderFailed(Unprocessable):
 
     code = "template_render_error"
     message = "The template could not be rendered with this data."
+
+
+class DomainTaken(Conflict):
+    """The project already has this sending domain."""
+
+    message = "This project already has this domain."
+
+    def __init__(self) -> None:
+        super().__init__(
+            issues=[Issue(code="taken", path="name", message="The project has this domain.")]
+        )

@@ -5,6 +5,8 @@ from typing import Any
 
 import environ
 
+from config.secrets import key_derived_from
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env()
@@ -15,6 +17,12 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 RUN_DIR = BASE_DIR / env.str("RUN_DIR", default=".run")
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-local-development-key-change-me")
+# Fernet keys that encrypt secrets at rest (config/secrets.py), comma-separated: the first
+# encrypts, every one decrypts. Local and test runs derive one from SECRET_KEY; production
+# requires its own.
+SECRETS_ENCRYPTION_KEY = env.str("SECRETS_ENCRYPTION_KEY", default="") or key_derived_from(
+    SECRET_KEY
+)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 
@@ -165,6 +173,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "SubscriptionStatusEnum": "contacts.topics.models.SubscriptionStatus",
         "SubscriptionSourceEnum": "contacts.topics.models.SubscriptionSource",
+        "DomainStatusEnum": "messaging.models.domains.DomainStatus",
+        "SuppressionReasonEnum": "messaging.models.suppressions.SuppressionReason",
     },
 }
 
@@ -198,6 +208,13 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers log through LOGGING below (and its database error filter), not handlers of
 # Celery's own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# Sending domains: the SPF include every domain publishes (the SPF record of the servers
+# that send the mail), and the DNS server verification asks (`host:port`; empty: the
+# system's resolver) with the seconds each lookup may take.
+SENDING_SPF_INCLUDE = env.str("SENDING_SPF_INCLUDE", default="spf.sendrealm.com")
+DNS_RESOLVER = env.str("DNS_RESOLVER", default="")
+DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
 
 LOGGING: dict[str, Any] = {
     "version": 1,

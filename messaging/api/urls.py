@@ -1,5 +1,8 @@
-from django.urls import path
+from django.urls import path, register_converter
 
+from messaging.api.converters import EmailConverter
+from messaging.api.views.domains import DomainDetailView, DomainListView, DomainVerifyView
+from messaging.api.views.suppressions import SuppressionDetailView, SuppressionListView
 from messaging.api.views.templates import (
     TemplateDetailView,
     TemplateListView,
@@ -9,6 +12,8 @@ from messaging.api.views.templates import (
     TemplateVersionListView,
     TemplateVersionRestoreView,
 )
+
+register_converter(EmailConverter, "email")
 
 urlpatterns = [
     path("templates", TemplateListView.as_view(), name="template-list"),
@@ -38,4 +43,9 @@ urlpatterns = [
         TemplatePreviewView.as_view(),
         name="template-preview",
     ),
+    path("suppressions", SuppressionListView.as_view(), name="suppression-list"),
+    path("suppressions/<email:email>", SuppressionDetailView.as_view(), name="suppression-detail"),
+    path("domains", DomainListView.as_view(), name="domain-list"),
+    path("domains/<uuid:domain_id>", DomainDetailView.as_view(), name="domain-detail"),
+    path("domains/<uuid:domain_id>/verify", DomainVerifyView.as_view(), name="domain-verify"),
 ]

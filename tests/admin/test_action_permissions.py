@@ -29,6 +29,8 @@ from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
 from tests.factories import UserFactory
+from tests.messaging.factories_domains import DomainFactory
+from tests.messaging.factories_suppressions import SuppressionFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
 
 pytestmark = pytest.mark.django_db
@@ -104,6 +106,8 @@ def console_rows(world):
         occurrences_count=2,
     )
     TemplateVersionFactory(template__project=world.project)
+    SuppressionFactory(project=world.project)
+    DomainFactory(project=world.project)
     return world
 
 

@@ -332,6 +332,7 @@ def test_only_the_local_settings_allow_the_demo_admin(monkeypatch):
         "DATABASE_URL": "postgres://user:pass@db.example.com:5432/sendrealm",
         "CACHE_URL": "redis://cache.example.com:6379/0",
         "CELERY_BROKER_URL": "redis://broker.example.com:6379/1",
+        "SECRETS_ENCRYPTION_KEY": "LyYc3e9MyEYvJ-tQNrOPkDfRcgmXz6XMMig0uKvhWBw=",
     }.items():
         monkeypatch.setenv(name, value)
 
