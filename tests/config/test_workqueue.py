@@ -16,6 +16,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from config.celery import app as celery_app
 from config.workqueue import wake
@@ -438,3 +439,23 @@ def test_a_policy_is_overridden_by_settings_and_then_by_its_owner(settings):
     assert retry_policy_for(owner, **pick) == RetryPolicy(2, 2, 60, 3)
     owner.work_retry_max_attempts = 5
     assert retry_policy_for(owner, **pick) == RetryPolicy(2, 2, 60, 5)
+
+
+@pytest.mark.django_db
+def test_a_batch_without_failures_pays_for_one_savepoint_not_one_per_item(clock):
+    make_rows(clock, 10)
+    finished: list[int] = []
+
+    class Work(CountingWork):
+        def finish(self, items: list[Event]) -> None:
+            finished.append(len(items))
+
+    queue = make_queue()
+    token, items = queue.claim()
+    with CaptureQueriesContext(connection) as captured:
+        outcome = queue.run(token=token, items=items, work=Work())
+    assert len(outcome.processed) == 10
+    assert finished == [10]
+    savepoints = [q for q in captured.captured_queries if q["sql"].startswith("SAVEPOINT")]
+    # The batch's transaction (a savepoint itself inside the test's) and the batch's one.
+    assert len(savepoints) == 2
