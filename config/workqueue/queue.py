@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from django.db import connection, models, transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, F, Value, When, prefetch_related_objects
 
 from config import clock
 from config.workqueue import wake as wakeup
@@ -32,6 +32,15 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=WorkItem)
 
 MAX_ERROR_LENGTH = 2000
+_KIT_COLUMNS = (
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "claim_token",
+    "lease_expires_at",
+    "last_error",
+    "error_code",
+)
 
 
 @dataclass
@@ -103,10 +112,9 @@ class WorkQueue(Generic[T]):
     wake_debounce_seconds: float | Callable[[], float] = 1.0
     # How long a worker that ran dry waits before its last look (see `drain`).
     settle_seconds: float | Callable[[], float] = 0.3
-    # The order a claimed batch is worked in, and what its rows load with them: related
-    # rows that many items share (a project) are best prefetched, once per batch.
+    # The order a claimed batch is worked in (field names, ascending), and the related
+    # rows its items load with them, once per batch.
     order_by: tuple[str, ...] = ("next_attempt_at",)
-    select_related: tuple[str, ...] = ()
     prefetch_related: tuple[str, ...] = ()
 
     @property
@@ -124,41 +132,115 @@ class WorkQueue(Generic[T]):
         limit = limit or int(_tunable(self.batch_size))
         now = clock.now()
         token = uuid.uuid4()
+        lease_until = now + dt.timedelta(seconds=_tunable(self.lease_seconds))
         with transaction.atomic():
-            ids = list(
-                self._rows.select_for_update(skip_locked=True)
-                .filter(status__in=DUE_STATUSES, next_attempt_at__lte=now)
-                .order_by("next_attempt_at")
-                .values_list("pk", flat=True)[:limit]
-            )
-            lost: list[Any] = []
-            if len(ids) < limit:
-                lost = list(
-                    self._rows.select_for_update(skip_locked=True)
-                    .filter(status=WorkStatus.PROCESSING, lease_expires_at__lte=now)
-                    .order_by("lease_expires_at")
-                    .values_list("pk", flat=True)[: limit - len(ids)]
+            if connection.vendor == "postgresql":
+                items = self._claim_postgresql(
+                    limit=limit, now=now, token=token, lease_until=lease_until
                 )
-            if lost:
-                logger.warning("Reclaiming %d %s whose worker stopped", len(lost), self._label)
-                self._rows.filter(pk__in=lost).update(
-                    last_error=str(WorkerLost.__doc__), error_code=WorkerLost.code
+            else:
+                items = self._claim_portable(
+                    limit=limit, now=now, token=token, lease_until=lease_until
                 )
-            claimed = ids + lost
-            if not claimed:
-                return token, []
-            self._rows.filter(pk__in=claimed).update(
-                status=WorkStatus.PROCESSING,
-                attempts=F("attempts") + 1,
-                claim_token=token,
-                lease_expires_at=now + dt.timedelta(seconds=_tunable(self.lease_seconds)),
-            )
-        rows = self._rows.filter(pk__in=claimed, claim_token=token)
-        if self.select_related:
-            rows = rows.select_related(*self.select_related)
         if self.prefetch_related:
-            rows = rows.prefetch_related(*self.prefetch_related)
-        return token, list(rows.order_by(*self.order_by))
+            prefetch_related_objects(items, *self.prefetch_related)
+        items.sort(key=self._order_key)
+        return token, items
+
+    def _column(self, name: str) -> str:
+        field = self.model._meta.get_field(name)
+        assert isinstance(field, models.Field)
+        return field.get_attname_column()[1]
+
+    def _order_key(self, item: T) -> tuple[Any, ...]:
+        return tuple(
+            (value is None, value) for value in (getattr(item, name) for name in self.order_by)
+        )
+
+    def _claim_postgresql(
+        self, *, limit: int, now: dt.datetime, token: uuid.UUID, lease_until: dt.datetime
+    ) -> list[T]:
+        """Due rows, then expired leases: each one `UPDATE ... RETURNING` of the rows
+        `SELECT ... FOR UPDATE SKIP LOCKED` picked, so the claim and the load are one
+        round trip."""
+        meta, quote = self.model._meta, connection.ops.quote_name
+        assert meta.pk is not None
+        table, pk = quote(meta.db_table), quote(meta.pk.column)
+        column = {name: quote(self._column(name)) for name in _KIT_COLUMNS}
+        claim = (
+            f"WITH picked AS (SELECT {pk} FROM {table} WHERE {{where}} "  # noqa: S608
+            f"ORDER BY {{order}} LIMIT %s FOR UPDATE SKIP LOCKED) "
+            f"UPDATE {table} SET {column['status']} = %s, "
+            f"{column['attempts']} = {table}.{column['attempts']} + 1, "
+            f"{column['claim_token']} = %s, {column['lease_expires_at']} = %s{{extra}} "
+            f"FROM picked WHERE {table}.{pk} = picked.{pk} RETURNING {table}.*"
+        )
+        claimed = [WorkStatus.PROCESSING.value, token, lease_until]
+        due = list(
+            self._rows.raw(
+                claim.format(
+                    where=f"{column['status']} IN (%s, %s) AND {column['next_attempt_at']} <= %s",
+                    order=column["next_attempt_at"],
+                    extra="",
+                ),
+                [*DUE_STATUSES, now, limit, *claimed],
+            )
+        )
+        if len(due) >= limit:
+            return due
+        lost = list(
+            self._rows.raw(
+                claim.format(
+                    where=f"{column['status']} = %s AND {column['lease_expires_at']} <= %s",
+                    order=column["lease_expires_at"],
+                    extra=f", {column['last_error']} = %s, {column['error_code']} = %s",
+                ),
+                [
+                    WorkStatus.PROCESSING.value,
+                    now,
+                    limit - len(due),
+                    *claimed,
+                    str(WorkerLost.__doc__),
+                    WorkerLost.code,
+                ],
+            )
+        )
+        if lost:
+            logger.warning("Reclaiming %d %s whose worker stopped", len(lost), self._label)
+        return due + lost
+
+    def _claim_portable(
+        self, *, limit: int, now: dt.datetime, token: uuid.UUID, lease_until: dt.datetime
+    ) -> list[T]:
+        ids = list(
+            self._rows.select_for_update(skip_locked=True)
+            .filter(status__in=DUE_STATUSES, next_attempt_at__lte=now)
+            .order_by("next_attempt_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        lost: list[Any] = []
+        if len(ids) < limit:
+            lost = list(
+                self._rows.select_for_update(skip_locked=True)
+                .filter(status=WorkStatus.PROCESSING, lease_expires_at__lte=now)
+                .order_by("lease_expires_at")
+                .values_list("pk", flat=True)[: limit - len(ids)]
+            )
+        if lost:
+            logger.warning("Reclaiming %d %s whose worker stopped", len(lost), self._label)
+            self._rows.filter(pk__in=lost).update(
+                last_error=str(WorkerLost.__doc__), error_code=WorkerLost.code
+            )
+        claimed = ids + lost
+        if not claimed:
+            return []
+        self._rows.filter(pk__in=claimed).update(
+            status=WorkStatus.PROCESSING,
+            attempts=F("attempts") + 1,
+            claim_token=token,
+            lease_expires_at=lease_until,
+        )
+        return list(self._rows.filter(pk__in=claimed, claim_token=token))
 
     # --- run ---
 
