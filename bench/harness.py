@@ -342,6 +342,7 @@ class Context:
             "ops_per_s": round(measured.ops_per_s, 1),
             "p50_ms": round(measured.percentile_ms(0.50), 3),
             "p95_ms": round(measured.percentile_ms(0.95), 3),
+            "p99_ms": round(measured.percentile_ms(0.99), 3),
             "baseline_ops_per_s": round(baseline.ops_per_s, 1),
             "ratio": round(ratio, 4) if ratio is not None else None,
             "concurrency": measured.concurrency,

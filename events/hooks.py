@@ -1,8 +1,12 @@
 """The hook point of event processing: automations register here to match waits and
-start runs. Handlers run inside the event's savepoint of the batch's processing
-transaction, so their writes commit exactly when the event becomes `processed`, and a
-handler that raises rolls back its event's writes and makes the attempt fail (retry with
-backoff, then the dead-letter queue).
+start runs. Handlers run inside the batch's processing transaction, so their writes
+commit exactly when the event becomes `processed`, and a handler that raises rolls back
+its event's writes and makes the attempt fail (retry with backoff, then the dead-letter
+queue). A batch first runs all its events in one savepoint; when one raises, that is
+rolled back and the batch runs again with a savepoint per event, so a handler may be
+called twice for one event in one attempt and only the second call's writes are kept.
+Keep every effect in the database transaction (anything leaving it goes through
+`transaction.on_commit`, which a rolled-back savepoint discards).
 
 Later events of the same batch resolve their contacts through an index loaded when the
 batch started (plus what identity resolution itself created or changed), so a handler

@@ -1,6 +1,7 @@
 """What an event payload looks like, for the catalog: field types, likely personal data,
 and a redacted copy. Pure functions; the catalog service stores their results."""
 
+import functools
 import ipaddress
 import json
 import re
@@ -83,6 +84,8 @@ def _words(key: str) -> list[str]:
     return [word.lower() for word in _WORDS.findall(key)]
 
 
+# Payloads of one event name repeat their keys: each key is judged once per process.
+@functools.lru_cache(maxsize=4096)
 def name_looks_personal(key: str) -> bool:
     """True for field names like `email`, `phone_number`, `shippingAddress`, `first_name`."""
     words = _words(key)

@@ -2,10 +2,12 @@
 
 A claim is a short transaction (`SELECT ... FOR UPDATE SKIP LOCKED`, then mark the rows
 `processing` with a claim token, `attempts + 1` and a lease). The claimed batch is then
-run in one transaction that first re-locks the rows and checks the token, each item in a
-savepoint of its own, so a row is worked at most once however often a batch is
-delivered, and a row whose worker died becomes claimable again when its lease runs out
-(`attempts` counts claims, so a row that keeps killing workers still dead-letters).
+run in one transaction that first re-locks the rows and checks the token, so a row is
+worked at most once however often a batch is delivered, and a row whose worker died
+becomes claimable again when its lease runs out (`attempts` counts claims, so a row that
+keeps killing workers still dead-letters). The batch runs in one savepoint; only when an
+item fails is it run again with a savepoint per item, so a failure costs only its own
+writes and a batch without failures pays for no per-item savepoints.
 """
 
 import datetime as dt
@@ -16,8 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from django.db import models, transaction
-from django.db.models import Case, F, Value, When
+from django.db import connection, models, transaction
+from django.db.models import Case, F, Value, When, prefetch_related_objects
 
 from config import clock
 from config.workqueue import wake as wakeup
@@ -30,6 +32,15 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=WorkItem)
 
 MAX_ERROR_LENGTH = 2000
+_KIT_COLUMNS = (
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "claim_token",
+    "lease_expires_at",
+    "last_error",
+    "error_code",
+)
 
 
 @dataclass
@@ -69,6 +80,10 @@ class BatchWork(Generic[T]):
     def dropped(self, item: T) -> None:
         """`item` failed: its writes were rolled back."""
 
+    def finish(self, items: list[T]) -> None:
+        """Writes that belong to the done items together (a per-batch aggregate), in the
+        batch's transaction, before they are marked done."""
+
     def done_values(self, items: list[T]) -> dict[str, Any]:
         """Columns to set on the done rows besides the kit's (a value, an expression, or
         a `PerItem`)."""
@@ -97,9 +112,10 @@ class WorkQueue(Generic[T]):
     wake_debounce_seconds: float | Callable[[], float] = 1.0
     # How long a worker that ran dry waits before its last look (see `drain`).
     settle_seconds: float | Callable[[], float] = 0.3
-    # The order a claimed batch is worked in, and what its rows load with them.
+    # The order a claimed batch is worked in (field names, ascending), and the related
+    # rows its items load with them, once per batch.
     order_by: tuple[str, ...] = ("next_attempt_at",)
-    select_related: tuple[str, ...] = ()
+    prefetch_related: tuple[str, ...] = ()
 
     @property
     def _rows(self) -> models.Manager[T]:
@@ -116,39 +132,115 @@ class WorkQueue(Generic[T]):
         limit = limit or int(_tunable(self.batch_size))
         now = clock.now()
         token = uuid.uuid4()
+        lease_until = now + dt.timedelta(seconds=_tunable(self.lease_seconds))
         with transaction.atomic():
-            ids = list(
+            if connection.vendor == "postgresql":
+                items = self._claim_postgresql(
+                    limit=limit, now=now, token=token, lease_until=lease_until
+                )
+            else:
+                items = self._claim_portable(
+                    limit=limit, now=now, token=token, lease_until=lease_until
+                )
+        if self.prefetch_related:
+            prefetch_related_objects(items, *self.prefetch_related)
+        items.sort(key=self._order_key)
+        return token, items
+
+    def _column(self, name: str) -> str:
+        field = self.model._meta.get_field(name)
+        assert isinstance(field, models.Field)
+        return field.get_attname_column()[1]
+
+    def _order_key(self, item: T) -> tuple[Any, ...]:
+        return tuple(
+            (value is None, value) for value in (getattr(item, name) for name in self.order_by)
+        )
+
+    def _claim_postgresql(
+        self, *, limit: int, now: dt.datetime, token: uuid.UUID, lease_until: dt.datetime
+    ) -> list[T]:
+        """Due rows, then expired leases: each one `UPDATE ... RETURNING` of the rows
+        `SELECT ... FOR UPDATE SKIP LOCKED` picked, so the claim and the load are one
+        round trip."""
+        meta, quote = self.model._meta, connection.ops.quote_name
+        assert meta.pk is not None
+        table, pk = quote(meta.db_table), quote(meta.pk.column)
+        column = {name: quote(self._column(name)) for name in _KIT_COLUMNS}
+        claim = (
+            f"WITH picked AS (SELECT {pk} FROM {table} WHERE {{where}} "  # noqa: S608
+            f"ORDER BY {{order}} LIMIT %s FOR UPDATE SKIP LOCKED) "
+            f"UPDATE {table} SET {column['status']} = %s, "
+            f"{column['attempts']} = {table}.{column['attempts']} + 1, "
+            f"{column['claim_token']} = %s, {column['lease_expires_at']} = %s{{extra}} "
+            f"FROM picked WHERE {table}.{pk} = picked.{pk} RETURNING {table}.*"
+        )
+        claimed = [WorkStatus.PROCESSING.value, token, lease_until]
+        due = list(
+            self._rows.raw(
+                claim.format(
+                    where=f"{column['status']} IN (%s, %s) AND {column['next_attempt_at']} <= %s",
+                    order=column["next_attempt_at"],
+                    extra="",
+                ),
+                [*DUE_STATUSES, now, limit, *claimed],
+            )
+        )
+        if len(due) >= limit:
+            return due
+        lost = list(
+            self._rows.raw(
+                claim.format(
+                    where=f"{column['status']} = %s AND {column['lease_expires_at']} <= %s",
+                    order=column["lease_expires_at"],
+                    extra=f", {column['last_error']} = %s, {column['error_code']} = %s",
+                ),
+                [
+                    WorkStatus.PROCESSING.value,
+                    now,
+                    limit - len(due),
+                    *claimed,
+                    str(WorkerLost.__doc__),
+                    WorkerLost.code,
+                ],
+            )
+        )
+        if lost:
+            logger.warning("Reclaiming %d %s whose worker stopped", len(lost), self._label)
+        return due + lost
+
+    def _claim_portable(
+        self, *, limit: int, now: dt.datetime, token: uuid.UUID, lease_until: dt.datetime
+    ) -> list[T]:
+        ids = list(
+            self._rows.select_for_update(skip_locked=True)
+            .filter(status__in=DUE_STATUSES, next_attempt_at__lte=now)
+            .order_by("next_attempt_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        lost: list[Any] = []
+        if len(ids) < limit:
+            lost = list(
                 self._rows.select_for_update(skip_locked=True)
-                .filter(status__in=DUE_STATUSES, next_attempt_at__lte=now)
-                .order_by("next_attempt_at")
-                .values_list("pk", flat=True)[:limit]
+                .filter(status=WorkStatus.PROCESSING, lease_expires_at__lte=now)
+                .order_by("lease_expires_at")
+                .values_list("pk", flat=True)[: limit - len(ids)]
             )
-            lost: list[Any] = []
-            if len(ids) < limit:
-                lost = list(
-                    self._rows.select_for_update(skip_locked=True)
-                    .filter(status=WorkStatus.PROCESSING, lease_expires_at__lte=now)
-                    .order_by("lease_expires_at")
-                    .values_list("pk", flat=True)[: limit - len(ids)]
-                )
-            if lost:
-                logger.warning("Reclaiming %d %s whose worker stopped", len(lost), self._label)
-                self._rows.filter(pk__in=lost).update(
-                    last_error=str(WorkerLost.__doc__), error_code=WorkerLost.code
-                )
-            claimed = ids + lost
-            if not claimed:
-                return token, []
-            self._rows.filter(pk__in=claimed).update(
-                status=WorkStatus.PROCESSING,
-                attempts=F("attempts") + 1,
-                claim_token=token,
-                lease_expires_at=now + dt.timedelta(seconds=_tunable(self.lease_seconds)),
+        if lost:
+            logger.warning("Reclaiming %d %s whose worker stopped", len(lost), self._label)
+            self._rows.filter(pk__in=lost).update(
+                last_error=str(WorkerLost.__doc__), error_code=WorkerLost.code
             )
-        rows = self._rows.filter(pk__in=claimed, claim_token=token)
-        if self.select_related:
-            rows = rows.select_related(*self.select_related)
-        return token, list(rows.order_by(*self.order_by))
+        claimed = ids + lost
+        if not claimed:
+            return []
+        self._rows.filter(pk__in=claimed).update(
+            status=WorkStatus.PROCESSING,
+            attempts=F("attempts") + 1,
+            claim_token=token,
+            lease_expires_at=lease_until,
+        )
+        return list(self._rows.filter(pk__in=claimed, claim_token=token))
 
     # --- run ---
 
@@ -161,63 +253,144 @@ class WorkQueue(Generic[T]):
         outcome: BatchOutcome | None = None,
     ) -> BatchOutcome:
         """Works claimed rows in one transaction: the rows this claim still holds are
-        locked together, each runs in a savepoint of its own (so one failure costs only
-        its own writes), and the outcomes are written in bulk. A batch costs one commit;
-        a worker that dies mid-batch commits nothing and the lease hands the batch on."""
+        locked together, worked, and their outcomes written in bulk. A batch costs one
+        commit; a worker that dies mid-batch commits nothing and the lease hands the
+        batch on.
+
+        The batch first runs optimistically, every item in one savepoint. Only when an
+        item raises is that rolled back and the batch run again with a savepoint per
+        item, so one failure costs only its own writes. `work` therefore sees an item
+        run twice in one attempt when another item of its batch failed; only the second
+        run's writes are kept.
+        """
         if outcome is None:
             outcome = BatchOutcome(claimed=len(items))
-        done: list[T] = []
         with transaction.atomic():
-            held = set(
-                self._rows.select_for_update()
-                .filter(
-                    pk__in=[item.pk for item in items],
-                    status=WorkStatus.PROCESSING,
-                    claim_token=token,
-                )
-                .values_list("pk", flat=True)
-            )
+            # Locked by key alone and checked here: a filter on status would let the
+            # planner pick the partial lease index, which a busy queue fills with dead
+            # entries faster than vacuum clears them.
+            held = {
+                pk
+                for pk, status, holder in self._rows.select_for_update()
+                .filter(pk__in=[item.pk for item in items])
+                .values_list("pk", "status", "claim_token")
+                if status == WorkStatus.PROCESSING and holder == token
+            }
             # Rows not held were taken over by another worker (our lease ran out).
             outcome.skipped += sum(1 for item in items if item.pk not in held)
-            mine = [item for item in items if item.pk in held]
-            work.begin(mine)
-            for item in mine:
-                try:
-                    with transaction.atomic():
-                        self._check_attempts(item)
-                        work.run(item)
-                except Exception as error:
-                    work.dropped(item)
-                    self._record_failure(item=item, token=token, error=error, outcome=outcome)
+            live: list[T] = []
+            for item in items:
+                if item.pk not in held:
                     continue
-                work.kept(item)
-                done.append(item)
+                # A first attempt is always allowed (a policy allows at least one).
+                if item.attempts > 1 and item.attempts > self.retry_policy(item).max_attempts:
+                    name = self.model._meta.verbose_name
+                    lost = WorkerLost(f"Workers kept stopping while processing this {name}.")
+                    self._record_failure(item=item, token=token, error=lost, outcome=outcome)
+                else:
+                    live.append(item)
+            done = self._run_together(live, work) if len(live) > 1 else None
+            if done is None:
+                done = self._run_apart(live, work, token=token, outcome=outcome)
             if done:
+                work.finish(done)
                 self._record_done(token=token, items=done, values=work.done_values(done))
         outcome.processed.extend(item.pk for item in done)
         if outcome.next_retry_at is not None:
             self.wake_later(countdown=(outcome.next_retry_at - clock.now()).total_seconds())
         return outcome
 
-    def _check_attempts(self, item: T) -> None:
-        if item.attempts > self.retry_policy(item).max_attempts:
-            name = self.model._meta.verbose_name
-            raise WorkerLost(f"Workers kept stopping while processing this {name}.")
+    def _run_together(self, items: list[T], work: BatchWork[T]) -> list[T] | None:
+        """Every item in one savepoint; None (and nothing kept) when one of them raised."""
+        try:
+            with transaction.atomic():
+                work.begin(items)
+                for item in items:
+                    work.run(item)
+                    work.kept(item)
+        except Exception:
+            logger.debug("A batch of %s had a failure; working it item by item", self._label)
+            return None
+        return items
+
+    def _run_apart(
+        self, items: list[T], work: BatchWork[T], *, token: uuid.UUID, outcome: BatchOutcome
+    ) -> list[T]:
+        """Each item in a savepoint of its own; failures are recorded as they happen."""
+        done: list[T] = []
+        work.begin(items)
+        for item in items:
+            try:
+                with transaction.atomic():
+                    work.run(item)
+            except Exception as error:
+                work.dropped(item)
+                self._record_failure(item=item, token=token, error=error, outcome=outcome)
+                continue
+            work.kept(item)
+            done.append(item)
+        return done
 
     def _record_done(self, *, token: uuid.UUID, items: list[T], values: dict[str, Any]) -> None:
         columns: dict[str, Any] = {
-            "status": WorkStatus.PROCESSED,
+            "status": WorkStatus.PROCESSED.value,
             "claim_token": None,
             "lease_expires_at": None,
             "next_attempt_at": None,
             "last_error": "",
             "error_code": "",
+            **values,
         }
-        for name, value in values.items():
-            columns[name] = self._per_item(name, value) if isinstance(value, PerItem) else value
+        if connection.vendor == "postgresql" and not any(
+            hasattr(value, "resolve_expression") for value in columns.values()
+        ):
+            self._record_done_postgresql(items=items, columns=columns)
+            return
+        for name, value in columns.items():
+            if isinstance(value, PerItem):
+                columns[name] = self._per_item(name, value)
         self._rows.filter(
             pk__in=[item.pk for item in items], status=WorkStatus.PROCESSING, claim_token=token
         ).update(**columns)
+
+    def _record_done_postgresql(self, *, items: list[T], columns: dict[str, Any]) -> None:
+        """One UPDATE ... FROM unnest(...): per-row values travel as arrays, so the
+        statement is the same size for any batch (a CASE per column grows with it, and
+        building it cost more than the rest of the batch's bookkeeping)."""
+        meta, quote = self.model._meta, connection.ops.quote_name
+        pk = meta.pk
+        assert pk is not None
+        keys = [item.pk for item in items]
+        sets: list[str] = []
+        set_params: list[Any] = []
+        arrays: list[str] = [f"%s::{pk.db_type(connection)}[]"]
+        array_params: list[Any] = [[pk.get_db_prep_value(key, connection) for key in keys]]
+        names = ["pk"]
+        for name, value in columns.items():
+            column = meta.get_field(name)
+            assert isinstance(column, models.Field)
+            target = quote(column.get_attname_column()[1])
+            if isinstance(value, PerItem):
+                alias = f"v{len(names)}"
+                names.append(alias)
+                arrays.append(f"%s::{column.db_type(connection)}[]")
+                array_params.append(
+                    [column.get_db_prep_save(value.values.get(key), connection) for key in keys]
+                )
+                sets.append(f"{target} = v.{alias}")
+            else:
+                sets.append(f"{target} = %s")
+                set_params.append(column.get_db_prep_save(value, connection))
+        table = quote(meta.db_table)
+        # By key alone: `run` holds these rows locked and checked their claim in this
+        # transaction (a filter on status could again lead the planner to the lease index).
+        sql = (
+            f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608 (names from the model)
+            f"FROM unnest({', '.join(arrays)}) AS v({', '.join(names)}) "
+            f"WHERE {table}.{quote(pk.column)} = v.pk"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*set_params, *array_params])
 
     def _per_item(self, name: str, value: PerItem) -> Case:
         column = self.model._meta.get_field(name)

@@ -2,8 +2,10 @@
 
 Ingest never touches the catalog, and a worker aggregates its whole batch into one row
 change per (project, event, source): busy event names cost one short row lock per batch,
-not one per event. Each counted event is stamped `cataloged_at` in the same transaction,
-so a retry or a redelivered batch never counts an event twice.
+not one per event. A worker counts its batch in the transaction that processes it, and
+each counted event is stamped `cataloged_at` in that same commit, so a retry or a
+redelivered batch never counts an event twice; what a worker could not count is counted
+by the sweep (`event_types_record_backlog`).
 """
 
 import datetime as dt
@@ -44,68 +46,77 @@ def event_types_record(*, event_ids: Iterable[uuid.UUID]) -> int:
         )
         if not rows:
             return 0
-        aggregates: dict[tuple[Any, str, str], _Aggregate] = {}
-        for _, project_id, name, source, payload, created_at in rows:
-            seen = aggregates.setdefault((project_id, name, source), _Aggregate())
-            seen.count += 1
-            seen.first_seen = created_at if seen.first_seen is None else seen.first_seen
-            seen.last_seen = created_at
-            if isinstance(payload, dict):
-                seen.observation.add(payload)
-                seen.example = payload
-        keys = sorted(aggregates, key=lambda k: (str(k[0]), k[1], k[2]))
-        # Make sure every entry exists (sorted inserts, so two workers never deadlock),
-        # then lock them in the same order and merge.
-        EventType.objects.bulk_create(
-            [
-                EventType(
-                    project_id=project_id,
-                    event=name,
-                    source=source,
-                    first_seen_at=aggregates[(project_id, name, source)].first_seen,
-                    last_seen_at=aggregates[(project_id, name, source)].last_seen,
-                    created_at=now,
-                    updated_at=now,
-                )
-                for project_id, name, source in keys
-            ],
-            ignore_conflicts=True,
-        )
-        match = Q()
-        for project_id, name, source in keys:
-            match |= Q(project_id=project_id, event=name, source=source)
-        entries = list(
-            EventType.objects.select_for_update()
-            .filter(match)
-            .order_by("project_id", "event", "source")
-        )
-        for entry in entries:
-            seen = aggregates[(entry.project_id, entry.event, entry.source)]
-            entry.occurrences_count += seen.count
-            entry.first_seen_at = min(entry.first_seen_at, seen.first_seen)
-            entry.last_seen_at = max(entry.last_seen_at, seen.last_seen)
-            entry.field_types = merge_types(entry.field_types, seen.observation.types)
-            pii = set(entry.pii_fields) | seen.observation.pii
-            entry.pii_fields = sorted(pii)[:300]
-            entry.contains_pii = bool(pii)
-            if seen.example is not None:
-                entry.example_payload = redact(seen.example)
-            entry.updated_at = now
-        EventType.objects.bulk_update(
-            entries,
-            [
-                "occurrences_count",
-                "first_seen_at",
-                "last_seen_at",
-                "field_types",
-                "pii_fields",
-                "contains_pii",
-                "example_payload",
-                "updated_at",
-            ],
-        )
+        _count([row[1:] for row in rows], now=now)
         Event.objects.filter(id__in=[row[0] for row in rows]).update(cataloged_at=now)
     return len(rows)
+
+
+def event_types_count(*, events: Iterable[Event]) -> None:
+    """Counts events into their catalog entries inside the caller's transaction, which
+    processes them and stamps them `cataloged_at` in the same commit."""
+    rows = sorted(
+        ((e.project_id, e.event, e.source, e.payload, e.created_at) for e in events),
+        key=lambda row: row[4],
+    )
+    if rows:
+        _count(rows, now=clock.now())
+
+
+def _count(rows: list[tuple[Any, str, str, Any, dt.datetime]], *, now: dt.datetime) -> None:
+    """Applies (project_id, event, source, payload, created_at) rows, oldest first, to the
+    catalog: one change per entry, entries locked in a fixed order."""
+    aggregates: dict[tuple[Any, str, str], _Aggregate] = {}
+    for project_id, name, source, payload, created_at in rows:
+        seen = aggregates.setdefault((project_id, name, source), _Aggregate())
+        seen.count += 1
+        seen.first_seen = created_at if seen.first_seen is None else seen.first_seen
+        seen.last_seen = created_at
+        if isinstance(payload, dict):
+            seen.observation.add(payload)
+            seen.example = payload
+    keys = sorted(aggregates, key=lambda k: (str(k[0]), k[1], k[2]))
+    # Make sure every entry exists (sorted inserts, so two workers never deadlock),
+    # then lock them in the same order and merge.
+    EventType.objects.bulk_create(
+        [
+            EventType(
+                project_id=project_id,
+                event=name,
+                source=source,
+                first_seen_at=aggregates[(project_id, name, source)].first_seen,
+                last_seen_at=aggregates[(project_id, name, source)].last_seen,
+                created_at=now,
+                updated_at=now,
+            )
+            for project_id, name, source in keys
+        ],
+        ignore_conflicts=True,
+    )
+    match = Q()
+    for project_id, name, source in keys:
+        match |= Q(project_id=project_id, event=name, source=source)
+    entries = list(
+        EventType.objects.select_for_update()
+        .filter(match)
+        .order_by("project_id", "event", "source")
+    )
+    for entry in entries:
+        seen = aggregates[(entry.project_id, entry.event, entry.source)]
+        pii = set(entry.pii_fields) | seen.observation.pii
+        changes: dict[str, Any] = {
+            "occurrences_count": entry.occurrences_count + seen.count,
+            "first_seen_at": min(entry.first_seen_at, seen.first_seen),
+            "last_seen_at": max(entry.last_seen_at, seen.last_seen),
+            "field_types": merge_types(entry.field_types, seen.observation.types),
+            "pii_fields": sorted(pii)[:300],
+            "contains_pii": bool(pii),
+            "updated_at": now,
+        }
+        if seen.example is not None:
+            changes["example_payload"] = redact(seen.example)
+        # One plain UPDATE per entry: a batch names few, and bulk_update's CASE per
+        # column cost more to build than the statements it saves.
+        EventType.objects.filter(pk=entry.pk).update(**changes)
 
 
 def event_types_record_backlog(*, older_than_seconds: float = 60, limit: int = 500) -> int:

@@ -2,15 +2,19 @@
 
 The events table is a work queue of the kit (config/workqueue/, events/queue.py): a
 claim is a short transaction that marks rows `processing` with a token and a lease; the
-batch is then processed in one transaction that re-locks the rows and checks the token,
-with a savepoint per event, so an event is processed at most once however often a batch
-is delivered, and a row whose worker died becomes claimable again when its lease runs out.
-This module is what processing an event means: identity resolution and the handlers.
+batch is then processed in one transaction that re-locks the rows and checks the token
+(one savepoint for the batch, one per event only when an event fails), so an event is
+processed at most once however often a batch is delivered, and a row whose worker died
+becomes claimable again when its lease runs out. The batch is counted into the catalog
+in the same transaction. This module is what processing an event means: identity
+resolution, the handlers and the count.
 """
 
+import logging
 import uuid
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Q
 
 from config import clock
@@ -21,7 +25,9 @@ from events.errors import ContactNotFound, UnknownContactId
 from events.hooks import event_handlers
 from events.models import Event, EventSource
 from events.queue import EVENT_QUEUE
-from events.services.catalog import event_types_record
+from events.services.catalog import event_types_count
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "BatchOutcome",
@@ -38,12 +44,18 @@ def events_claim(*, limit: int | None = None) -> tuple[uuid.UUID, list[Event]]:
 
 
 def event_process(*, event: Event, token: uuid.UUID, outcome: BatchOutcome) -> None:
-    """Processes one claimed event and records the outcome (a batch of one)."""
-    EVENT_QUEUE.run(token=token, items=[event], work=_EventWork(), outcome=outcome)
+    """Processes one claimed event and records the outcome (a batch of one). It is left
+    to the sweep to count into the catalog."""
+    EVENT_QUEUE.run(token=token, items=[event], work=_EventWork(count=False), outcome=outcome)
 
 
 class _EventWork(BatchWork[Event]):
-    """Resolve the contact, run the handlers; processed events keep their contact."""
+    """Resolve the contact, run the handlers; processed events keep their contact and,
+    with `count`, are counted into the catalog in the same transaction."""
+
+    def __init__(self, *, count: bool = True) -> None:
+        self.count = count
+        self.counted = False
 
     def begin(self, items: list[Event]) -> None:
         self.contacts = ContactIndex.load(items)
@@ -61,11 +73,28 @@ class _EventWork(BatchWork[Event]):
     def dropped(self, item: Event) -> None:
         self.contacts.forget_pending()
 
+    def finish(self, items: list[Event]) -> None:
+        if not self.count:
+            return
+        # Counting must not cost the batch its processing: what fails here is rolled
+        # back alone and left to the sweep.
+        try:
+            with transaction.atomic():
+                event_types_count(events=items)
+        except Exception:
+            logger.warning("Counting a batch into the catalog failed", exc_info=True)
+            return
+        self.counted = True
+
     def done_values(self, items: list[Event]) -> dict[str, Any]:
-        return {
-            "processed_at": clock.now(),
+        now = clock.now()
+        values: dict[str, Any] = {
+            "processed_at": now,
             "contact_id": PerItem({event.id: event.contact_id for event in items}),
         }
+        if self.counted:
+            values["cataloged_at"] = now
+        return values
 
 
 class ContactIndex:
@@ -163,8 +192,6 @@ def events_process_batch(*, limit: int | None = None) -> BatchOutcome:
     outcome = BatchOutcome(claimed=len(events))
     if events:
         EVENT_QUEUE.run(token=token, items=events, work=_EventWork(), outcome=outcome)
-    if outcome.processed:
-        event_types_record(event_ids=outcome.processed)
     return outcome
 
 

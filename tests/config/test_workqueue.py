@@ -16,6 +16,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from config.celery import app as celery_app
 from config.workqueue import wake
@@ -361,6 +362,7 @@ def test_requeue_gives_dead_rows_fresh_attempts_and_wakes_the_workers(clock, bro
     assert dead.next_attempt_at == clock.current
     assert dead.last_error == "WorkError: down"  # kept until an attempt succeeds
     assert Event.objects.get(pk=done.pk).status == WorkStatus.PROCESSED
+    assert wake.flush()
     [message] = broker()
     assert message["body"][:2] == [[], {}]
 
@@ -373,14 +375,17 @@ def test_the_wake_up_is_debounced_and_published_by_task_name(broker):
     queue = make_queue(wake_debounce_seconds=30)
     queue.wake()
     queue.wake()
+    assert wake.flush()
     assert len(broker()) == 1
     # Another process within the interval: its own debounce has not seen the first.
     wake._local_next_check.clear()
     queue.wake()
+    assert wake.flush()
     assert len(broker()) == 1
     # A worker that ran dry re-arms the signal: the next commit wakes it again.
     queue.rearm()
     queue.wake()
+    assert wake.flush()
     assert len(broker()) == 2
 
     queue.wake_later(countdown=90)
@@ -388,6 +393,29 @@ def test_the_wake_up_is_debounced_and_published_by_task_name(broker):
     messages = broker()
     assert len(messages) == 4
     assert [message["eta"] is not None for message in messages] == [False, False, True, False]
+
+
+@pytest.mark.django_db
+def test_a_request_that_wakes_the_workers_never_waits_on_the_cache_or_the_broker(
+    broker, monkeypatch
+):
+    """The question and the publish run on the waker thread, not the caller's."""
+    callers: set[int] = set()
+    original = wake._wake_now
+
+    def stalled_wake_now(**kwargs: Any) -> None:
+        callers.add(threading.get_ident())
+        time.sleep(0.5)  # a cache or broker that takes its time
+        original(**kwargs)
+
+    monkeypatch.setattr(wake, "_wake_now", stalled_wake_now)
+    started = time.monotonic()
+    make_queue().wake()
+    assert time.monotonic() - started < 0.1
+    assert wake.flush()
+    assert len(callers) == 1
+    assert threading.get_ident() not in callers
+    assert len(broker()) == 1
 
 
 @pytest.mark.django_db
@@ -402,13 +430,15 @@ def test_a_wake_up_with_the_broker_away_fails_fast_and_keeps_the_debounce(broker
         started = time.monotonic()
         assert wake.publish(TASK) is False
         make_queue(wake_debounce_seconds=30).wake()
+        assert wake.flush()
         assert time.monotonic() - started < 3
     finally:
         celery_app.conf.broker_write_url = original
         wake.reset()
-    # The failed wake-up kept the shared debounce: the next request does not try again.
+    # The failed wake-up kept the shared debounce: the next one does not try again.
     wake._local_next_check.clear()
     make_queue(wake_debounce_seconds=30).wake()
+    assert wake.flush()
     assert broker() == []
 
 
@@ -438,3 +468,23 @@ def test_a_policy_is_overridden_by_settings_and_then_by_its_owner(settings):
     assert retry_policy_for(owner, **pick) == RetryPolicy(2, 2, 60, 3)
     owner.work_retry_max_attempts = 5
     assert retry_policy_for(owner, **pick) == RetryPolicy(2, 2, 60, 5)
+
+
+@pytest.mark.django_db
+def test_a_batch_without_failures_pays_for_one_savepoint_not_one_per_item(clock):
+    make_rows(clock, 10)
+    finished: list[int] = []
+
+    class Work(CountingWork):
+        def finish(self, items: list[Event]) -> None:
+            finished.append(len(items))
+
+    queue = make_queue()
+    token, items = queue.claim()
+    with CaptureQueriesContext(connection) as captured:
+        outcome = queue.run(token=token, items=items, work=Work())
+    assert len(outcome.processed) == 10
+    assert finished == [10]
+    savepoints = [q for q in captured.captured_queries if q["sql"].startswith("SAVEPOINT")]
+    # The batch's transaction (a savepoint itself inside the test's) and the batch's one.
+    assert len(savepoints) == 2
