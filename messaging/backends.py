@@ -5,6 +5,7 @@ transport when `EMAIL_URL` is empty (`make run`, tests that do not start an SMTP
 import uuid
 from collections.abc import Sequence
 from email import message_from_bytes, policy
+from email.utils import parseaddr
 from typing import Any
 
 from django.core.mail import EmailMessage
@@ -36,8 +37,8 @@ class CaptureBackend(BaseEmailBackend):
                 email_id = None
             CapturedMessage.objects.create(
                 email_id=email_id,
-                envelope_from=message.from_email or "",
-                envelope_to=list(recipients),
+                envelope_from=parseaddr(message.from_email or "")[1],
+                envelope_to=[parseaddr(address)[1] for address in recipients],
                 subject=str(parsed.get("Subject", "")),
                 message_id=str(parsed.get("Message-ID", "")),
                 headers=[[name, str(value)] for name, value in parsed.items()],

@@ -8,6 +8,7 @@ The backend is Django's: `EMAIL_URL` picks SMTP, `EMAIL_BACKEND` an ESP through
 django-anymail, and with neither the local capture keeps the messages (README)."""
 
 import logging
+import re
 import smtplib
 from dataclasses import dataclass
 from email.utils import parseaddr
@@ -83,14 +84,14 @@ class _TextOf(HTMLParser):
         if tag in ("script", "style", "head", "title"):
             self.skip = max(self.skip - 1, 0)
         elif tag in self.BLOCKS:
-            self.parts.append("\n")
+            self.parts.append("\n\n")
         elif tag == "a" and self.href:
             self.parts.append(f" ({self.href})")
             self.href = None
 
     def handle_data(self, data: str) -> None:
         if not self.skip:
-            self.parts.append(" ".join(data.split()) if data.strip() else "")
+            self.parts.append(re.sub(r"\s+", " ", data))
 
 
 def html_to_text(html: str) -> str:
@@ -279,24 +280,8 @@ class _Sender:
         self.opened = False
 
 
-def send_batch(items: list[EmailDelivery]) -> dict[Any, Sent | WorkError]:
-    """Sends what each claimed delivery carries; no transaction is open here."""
-    results: dict[Any, Sent | WorkError] = {}
-    max_attempts = email_retry_policy().max_attempts
-    sender = _Sender()
-    try:
-        for item in items:
-            if item.attempts > max_attempts:
-                # Workers kept dying on this one: the kit dead-letters it unsent.
-                continue
-            results[item.pk] = sender.unreachable or sender.send(item.email)
-    finally:
-        sender.close()
-    return results
-
-
 class _Outcomes(BatchWork[EmailDelivery]):
-    """Records what `send_batch` found, inside the kit's batch transaction."""
+    """Records what sending found, inside the kit's transaction for the rows."""
 
     def __init__(self, results: dict[Any, Sent | WorkError]) -> None:
         self.results = results
@@ -340,12 +325,38 @@ class _Outcomes(BatchWork[EmailDelivery]):
 
 
 def emails_deliver_batch() -> int:
-    """Claims, sends and records one batch; returns how many deliveries it claimed."""
+    """Claims a batch (that commits), sends it over one connection with no transaction
+    open, and returns how many deliveries it claimed.
+
+    Each accepted message is recorded right after the server took it, so a worker killed
+    mid-batch leaves only the unsent rest to the next claim (at most the one message in
+    flight can go out twice). Failures are recorded together at the end: if the worker
+    dies first they are simply tried again."""
     token, items = EMAIL_QUEUE.claim()
     if not items:
         return 0
-    results = send_batch(items)
-    EMAIL_QUEUE.run(token=token, items=items, work=_Outcomes(results))
+    max_attempts = email_retry_policy().max_attempts
+    failed: dict[Any, Sent | WorkError] = {}
+    sender = _Sender()
+    try:
+        for item in items:
+            if item.attempts > max_attempts:
+                # Workers kept dying on this one: the kit dead-letters it unsent.
+                failed[item.pk] = WorkError("Workers kept stopping.", code="worker_lost")
+                continue
+            result = sender.unreachable or sender.send(item.email)
+            if isinstance(result, WorkError):
+                failed[item.pk] = result
+            else:
+                EMAIL_QUEUE.run(token=token, items=[item], work=_Outcomes({item.pk: result}))
+    finally:
+        sender.close()
+    if failed:
+        EMAIL_QUEUE.run(
+            token=token,
+            items=[item for item in items if item.pk in failed],
+            work=_Outcomes(failed),
+        )
     return len(items)
 
 

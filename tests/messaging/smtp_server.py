@@ -1,6 +1,7 @@
 """A real SMTP server on loopback (aiosmtpd in a thread) for delivery tests, and the
 settings that point Django's SMTP backend at it."""
 
+import asyncio
 import socket
 import threading
 from collections.abc import Iterator
@@ -9,7 +10,6 @@ from email import message_from_bytes, policy
 from email.message import EmailMessage
 from typing import Any
 
-import pytest
 from aiosmtpd.controller import Controller
 
 
@@ -39,6 +39,11 @@ class SmtpHandler:
     replies: list[str] = field(default_factory=list)
     refused_recipients: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # With `hold_after` set, DATA of the message after that many holds until `release`
+    # is set and is then refused (the sender is gone by then); `holding` says it began.
+    hold_after: int | None = None
+    holding: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, options: Any
@@ -49,6 +54,11 @@ class SmtpHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        if self.hold_after is not None and len(self.received) >= self.hold_after:
+            self.holding.set()
+            while not self.release.is_set():
+                await asyncio.sleep(0.02)
+            return "451 4.3.0 Sender went away"
         with self.lock:
             if self.replies:
                 return self.replies.pop(0)
@@ -62,6 +72,7 @@ class SmtpServer:
     def __init__(self) -> None:
         self.handler = SmtpHandler()
         self.port = free_port()
+        self.running = False
         self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port)
 
     @property
@@ -70,10 +81,13 @@ class SmtpServer:
 
     def start(self) -> "SmtpServer":
         self.controller.start()
+        self.running = True
         return self
 
     def stop(self) -> None:
-        self.controller.stop()
+        if self.running:
+            self.running = False
+            self.controller.stop()
 
     @property
     def url(self) -> str:
@@ -91,9 +105,9 @@ def point_settings_at(settings: Any, server: SmtpServer) -> None:
     settings.EMAIL_TIMEOUT = 5
 
 
-@pytest.fixture
-def smtp(settings: Any) -> Iterator[SmtpServer]:
-    """An SMTP server that Django's email backend sends to for this test."""
+def smtp_server_for(settings: Any) -> Iterator[SmtpServer]:
+    """An SMTP server that Django's email backend sends to for this test (the body of a
+    test module's `smtp` fixture)."""
     server = SmtpServer().start()
     point_settings_at(settings, server)
     try:
@@ -102,7 +116,6 @@ def smtp(settings: Any) -> Iterator[SmtpServer]:
         server.stop()
 
 
-@pytest.fixture
-def capture(settings: Any) -> None:
+def use_capture(settings: Any) -> None:
     """The local capture backend, as `make run` and deployments without EMAIL_URL use."""
     settings.EMAIL_BACKEND = "messaging.backends.CaptureBackend"
