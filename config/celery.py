@@ -16,6 +16,7 @@ class Queues:
 
     DEFAULT = "default"
     EVENTS = "events"
+    MESSAGING = "messaging"
 
 
 app.conf.task_default_queue = Queues.DEFAULT
@@ -24,8 +25,12 @@ app.conf.task_default_queue = Queues.DEFAULT
 app.conf.task_queues = [
     Queue(Queues.DEFAULT, routing_key=Queues.DEFAULT),
     Queue(Queues.EVENTS, routing_key=Queues.EVENTS),
+    Queue(Queues.MESSAGING, routing_key=Queues.MESSAGING),
 ]
-app.conf.task_routes = {"events.*": {"queue": Queues.EVENTS}}
+app.conf.task_routes = {
+    "events.*": {"queue": Queues.EVENTS},
+    "messaging.*": {"queue": Queues.MESSAGING},
+}
 
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
 # backlog of sweeps never piles up behind a slow worker.
@@ -41,6 +46,12 @@ app.conf.beat_schedule = {
         "task": "events.purge_expired",
         "schedule": 600.0,
         "options": {"expires": 540},
+    },
+    # The email deliveries table is the queue; the same safety net for sends.
+    "messaging.sweep_emails": {
+        "task": "messaging.sweep_emails",
+        "schedule": 5.0,
+        "options": {"expires": 4},
     },
     "preparedactions.expire": {
         "task": "preparedactions.expire",

@@ -75,6 +75,9 @@ class Project(models.Model):
         max_length=16, choices=EmailNormalization.choices, default=EmailNormalization.PLAIN
     )
     default_from = models.CharField(max_length=320, blank=True, default="")
+    # Whether sent HTML gets an open pixel and tracked (redirected) links.
+    track_opens = models.BooleanField(default=True)
+    track_clicks = models.BooleanField(default=True)
     # Event processing retries; null keeps the service default (docs/API.md, Events:
     # retries: 2 s base, factor 2, 600 s cap, 8 attempts).
     event_retry_base_seconds = models.FloatField(null=True, blank=True)

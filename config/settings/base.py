@@ -216,6 +216,31 @@ SENDING_SPF_INCLUDE = env.str("SENDING_SPF_INCLUDE", default="spf.sendrealm.com"
 DNS_RESOLVER = env.str("DNS_RESOLVER", default="")
 DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
 
+# Email transport (docs: README, configuration). `EMAIL_URL` `smtp://host:port` or
+# `smtp+tls://user:password@host:port` (STARTTLS; `smtps://` for implicit TLS) sends
+# through Django's SMTP backend; empty keeps every message in the local capture
+# (messaging.backends.CaptureBackend, shown in the admin). An ESP through django-anymail
+# sets `EMAIL_BACKEND` (e.g. `anymail.backends.postmark.EmailBackend`) and its own
+# `ANYMAIL` settings instead, with `EMAIL_URL` empty.
+EMAIL_URL = env.str("EMAIL_URL", default="")
+EMAIL_TIMEOUT = env.float("EMAIL_TIMEOUT", default=10.0)
+if EMAIL_URL:
+    _email = env.email_url("EMAIL_URL")
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_HOST = _email["EMAIL_HOST"]
+    EMAIL_PORT = _email["EMAIL_PORT"] or 25
+    EMAIL_HOST_USER = _email["EMAIL_HOST_USER"] or ""
+    EMAIL_HOST_PASSWORD = _email["EMAIL_HOST_PASSWORD"] or ""
+    EMAIL_USE_TLS = bool(_email.get("EMAIL_USE_TLS"))
+    EMAIL_USE_SSL = bool(_email.get("EMAIL_USE_SSL"))
+else:
+    EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="messaging.backends.CaptureBackend")
+# Prefixes every public link in messages (unsubscribe, tracking).
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# Deliveries one worker claims and sends over one connection, and the lease on them.
+EMAIL_CLAIM_BATCH_SIZE = env.int("EMAIL_CLAIM_BATCH_SIZE", default=50)
+EMAIL_LEASE_SECONDS = env.float("EMAIL_LEASE_SECONDS", default=120.0)
+
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -2,6 +2,7 @@ from django.urls import path, register_converter
 
 from messaging.api.converters import EmailConverter
 from messaging.api.views.domains import DomainDetailView, DomainListView, DomainVerifyView
+from messaging.api.views.emails import EmailDetailView, EmailListView, TemplateTestView
 from messaging.api.views.suppressions import SuppressionDetailView, SuppressionListView
 from messaging.api.views.templates import (
     TemplateDetailView,
@@ -43,6 +44,9 @@ urlpatterns = [
         TemplatePreviewView.as_view(),
         name="template-preview",
     ),
+    path("templates/<uuid:template_id>/test", TemplateTestView.as_view(), name="template-test"),
+    path("emails", EmailListView.as_view(), name="email-list"),
+    path("emails/<uuid:email_id>", EmailDetailView.as_view(), name="email-detail"),
     path("suppressions", SuppressionListView.as_view(), name="suppression-list"),
     path("suppressions/<email:email>", SuppressionDetailView.as_view(), name="suppression-detail"),
     path("domains", DomainListView.as_view(), name="domain-list"),

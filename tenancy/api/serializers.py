@@ -19,6 +19,8 @@ class PoliciesSerializer(serializers.Serializer):
     prepared_action_ttl_seconds = serializers.IntegerField(min_value=1, max_value=86400)
     email_normalization = serializers.ChoiceField(choices=EmailNormalization.choices)
     default_from = StrictCharField(allow_null=True, allow_blank=False, max_length=320)
+    track_opens = serializers.BooleanField()
+    track_clicks = serializers.BooleanField()
     # Null: the service default (2 s, factor 2, 600 s cap, 8 attempts).
     event_retry_base_seconds = serializers.FloatField(
         allow_null=True, min_value=0.1, max_value=3600

@@ -25,11 +25,13 @@ from django_celery_beat.models import (
 )
 
 from events.models import Event, EventStatus, EventType
+from messaging.models import EmailDelivery
 from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
 from tests.factories import UserFactory
 from tests.messaging.factories_domains import DomainFactory
+from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
 
@@ -108,6 +110,9 @@ def console_rows(world):
     TemplateVersionFactory(template__project=world.project)
     SuppressionFactory(project=world.project)
     DomainFactory(project=world.project)
+    email = EmailFactory(project=world.project)
+    EmailDelivery.objects.create(email=email, next_attempt_at=occurred)
+    CapturedMessageFactory(email=email)
     return world
 
 

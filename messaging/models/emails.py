@@ -1,0 +1,157 @@
+"""Emails: one message of a project to one or more recipients, its delivery job, and the
+local capture that stands in for an SMTP server when none is configured."""
+
+import uuid
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+
+from config import clock
+from config.workqueue.models import WorkItem, due_index, lease_index
+from messaging.models.templates import MessageTemplate, TemplateVersion
+from tenancy.models import Project
+
+
+class EmailStatus(models.TextChoices):
+    QUEUED = "queued"
+    SENT = "sent"
+    DELIVERED = "delivered"
+    BOUNCED = "bounced"
+    COMPLAINED = "complained"
+    FAILED = "failed"
+    SUPPRESSED = "suppressed"
+
+
+class Email(models.Model):
+    """One message as requested (`POST /emails`, template tests, automations) and what
+    became of it. Content is stored rendered, so a resend or a preview shows what went out."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="emails")
+
+    # --- The message, as rendered at request time (set by `email_create`). ---
+    from_email = models.CharField(max_length=320)
+    # Every requested address, in request order (the API's `to`).
+    to = models.JSONField(default=list)
+    # The addresses the message goes to: `to` minus suppressed ones (empty: `suppressed`).
+    recipients = models.JSONField(default=list)
+    reply_to = models.CharField(max_length=320, null=True, blank=True)
+    subject = models.TextField(blank=True, default="")
+    html = models.TextField(null=True, blank=True)
+    text = models.TextField(null=True, blank=True)
+    tags = models.JSONField(default=list)
+    # The request's `data` (the template's `data` variable).
+    data = models.JSONField(default=dict, encoder=DjangoJSONEncoder)
+
+    # --- Where it came from. Null for inline content or an unknown recipient. ---
+    template = models.ForeignKey(
+        MessageTemplate, on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+    )
+    template_version = models.ForeignKey(
+        TemplateVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+    )
+    contact = models.ForeignKey(
+        "contacts.Contact", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+    )
+
+    # --- Lifecycle. Delivery sets `sent`/`failed`; tracking (ESP webhooks, the open
+    # pixel, click redirects) sets `delivered`, `bounced`, `complained` and the matching
+    # timestamps with conditional updates. ---
+    status = models.CharField(
+        max_length=16, choices=EmailStatus.choices, default=EmailStatus.QUEUED
+    )
+    # The Message-ID header (with angle brackets), chosen and stored before SMTP DATA
+    # ends, so a bounce or a reply that quotes it finds the email even after a crash.
+    message_id = models.CharField(max_length=255, blank=True, default="")
+    # The ESP's own id of the accepted message (django-anymail's `anymail_status`), which
+    # its webhooks quote; null for SMTP and the capture.
+    provider_message_id = models.CharField(max_length=255, null=True, blank=True)
+    last_error = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(default=clock.now, editable=False)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    # First open and first click (later ones emit events but keep the first time).
+    opened_at = models.DateTimeField(null=True, blank=True)
+    clicked_at = models.DateTimeField(null=True, blank=True)
+    bounced_at = models.DateTimeField(null=True, blank=True)
+    complained_at = models.DateTimeField(null=True, blank=True)
+
+    # --- Idempotency (`Idempotency-Key`, 24 h): the key and a hash of the request body,
+    # so a repeat with another body is a conflict. ---
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    request_fingerprint = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            # Concurrent requests with one key race against this index: one insert wins,
+            # the others wait for it and return the winner.
+            models.UniqueConstraint(
+                fields=["project", "idempotency_key"],
+                condition=models.Q(idempotency_key__isnull=False),
+                name="email_idempotency_key_unique",
+            ),
+        ]
+        indexes = [
+            # Serves the cursor listing of a project's emails.
+            models.Index(fields=["project", "created_at", "id"], name="email_created_idx"),
+            # Serves ESP webhooks, which name the message by the provider's id.
+            models.Index(
+                fields=["provider_message_id"],
+                condition=models.Q(provider_message_id__isnull=False),
+                name="email_provider_message_idx",
+            ),
+            # Serves bounces and replies that quote our Message-ID.
+            models.Index(fields=["message_id"], name="email_message_id_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject or '(no subject)'} -> {', '.join(self.to)}"
+
+
+class EmailDelivery(WorkItem):
+    """The delivery job of one email (the table is the queue of the work-queue kit): the
+    kit's claim, lease, retries and dead-letter; the outcome lands on the email."""
+
+    email = models.OneToOneField(
+        Email, on_delete=models.CASCADE, primary_key=True, related_name="delivery"
+    )
+    created_at = models.DateTimeField(default=clock.now, editable=False)
+
+    class Meta:
+        verbose_name_plural = "email deliveries"
+        indexes = [
+            # Serve the workers' claim: due deliveries, and expired leases of dead workers.
+            due_index("emaildelivery_due_idx"),
+            lease_index("emaildelivery_lease_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"delivery of {self.email_id}"
+
+
+class CapturedMessage(models.Model):
+    """A message the local capture backend kept instead of sending (no `EMAIL_URL`): the
+    raw bytes as an SMTP server would have received them, for the staff console."""
+
+    id = models.BigAutoField(primary_key=True)
+    # The email it was made from (its `X-Email-Id` header); null for other mail.
+    email = models.ForeignKey(
+        Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="captures"
+    )
+    envelope_from = models.CharField(max_length=320)
+    envelope_to = models.JSONField(default=list)
+    subject = models.TextField(blank=True, default="")
+    message_id = models.CharField(max_length=255, blank=True, default="")
+    # `[[name, value], ...]` in message order (names repeat, so not a mapping).
+    headers = models.JSONField(default=list)
+    raw = models.BinaryField()
+    created_at = models.DateTimeField(default=clock.now, editable=False)
+
+    class Meta:
+        indexes = [
+            # Serves the console's newest-first listing.
+            models.Index(fields=["-created_at"], name="capturedmessage_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.subject or "(no subject)"

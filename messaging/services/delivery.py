@@ -1,0 +1,365 @@
+"""Email delivery on the work-queue kit: claim a batch of deliveries (that commits), send
+them over one connection of Django's email backend with no transaction open, then
+record the outcomes in one short transaction (sent: `sent`, `sent_at` and the
+`sendrealm.mail.send` event; transient errors: retry with backoff; permanent ones and the
+last attempt: `failed` with `last_error`).
+
+The backend is Django's: `EMAIL_URL` picks SMTP, `EMAIL_BACKEND` an ESP through
+django-anymail, and with neither the local capture keeps the messages (README)."""
+
+import logging
+import re
+import smtplib
+from dataclasses import dataclass
+from email.utils import parseaddr
+from html.parser import HTMLParser
+from typing import Any
+
+import css_inline
+import dkim
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.core.mail.message import SafeMIMEMultipart, SafeMIMEText
+
+from config import clock
+from config.outbox import system_event_emit
+from config.workqueue.errors import WorkError
+from config.workqueue.policy import RetryPolicy, retry_policy_for
+from config.workqueue.queue import BatchWork, WorkQueue
+from messaging.models.emails import Email, EmailDelivery, EmailStatus
+from messaging.services.domains import DkimKey, domain_dkim_key_for
+from messaging.services.tokens import unsubscribe_token
+
+logger = logging.getLogger(__name__)
+
+# 10 s, 30 s, 90 s ... capped at an hour; eight attempts span about five hours. Overridden
+# service-wide by EMAIL_RETRY_BASE_SECONDS, _FACTOR, _CAP_SECONDS, _MAX_ATTEMPTS.
+DEFAULT_RETRY_POLICY = RetryPolicy(
+    base_seconds=10.0, factor=3.0, cap_seconds=3600.0, max_attempts=8
+)
+
+
+def email_retry_policy(delivery: EmailDelivery | None = None) -> RetryPolicy:
+    return retry_policy_for(None, default=DEFAULT_RETRY_POLICY, setting_prefix="EMAIL_RETRY_")
+
+
+EMAIL_QUEUE: WorkQueue[EmailDelivery] = WorkQueue(
+    model=EmailDelivery,
+    task="messaging.deliver_emails",
+    wake_key="messaging:emails:wake",
+    retry_policy=email_retry_policy,
+    batch_size=lambda: int(settings.EMAIL_CLAIM_BATCH_SIZE),
+    lease_seconds=lambda: float(settings.EMAIL_LEASE_SECONDS),
+    wake_debounce_seconds=lambda: float(getattr(settings, "EMAIL_WAKE_DEBOUNCE_SECONDS", 0.5)),
+    settle_seconds=lambda: float(getattr(settings, "EMAIL_WAKE_SETTLE_SECONDS", 0.3)),
+    order_by=("next_attempt_at", "created_at"),
+    select_related=("email", "email__project"),
+)
+
+
+# --- building the message ------------------------------------------------------------------
+
+
+class _TextOf(HTMLParser):
+    """The readable text of an HTML part: blocks on their own lines, links with their
+    address after the words, scripts and styles left out."""
+
+    BLOCKS = frozenset({"p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skip = 0
+        self.href: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style", "head", "title"):
+            self.skip += 1
+        elif tag in self.BLOCKS:
+            self.parts.append("\n")
+        elif tag == "a":
+            self.href = dict(attrs).get("href")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style", "head", "title"):
+            self.skip = max(self.skip - 1, 0)
+        elif tag in self.BLOCKS:
+            self.parts.append("\n\n")
+        elif tag == "a" and self.href:
+            self.parts.append(f" ({self.href})")
+            self.href = None
+
+    def handle_data(self, data: str) -> None:
+        if not self.skip:
+            self.parts.append(re.sub(r"\s+", " ", data))
+
+
+def html_to_text(html: str) -> str:
+    """A plain-text part for an email given only as HTML."""
+    parser = _TextOf()
+    parser.feed(html)
+    parser.close()
+    lines = [line.strip() for line in "".join(parser.parts).splitlines()]
+    text: list[str] = []
+    for line in lines:
+        if line or (text and text[-1]):
+            text.append(line)
+    return "\n".join(text).strip() + "\n"
+
+
+_inliner = css_inline.CSSInliner(load_remote_stylesheets=False)
+
+
+def inline_css(html: str) -> str:
+    """`<style>` rules moved into `style` attributes (mail clients drop style blocks)."""
+    try:
+        return _inliner.inline(html)
+    except Exception:
+        logger.warning("CSS inlining failed; sending the HTML as written", exc_info=True)
+        return html
+
+
+HEADERS_TO_SIGN = (
+    b"from",
+    b"to",
+    b"reply-to",
+    b"subject",
+    b"date",
+    b"message-id",
+    b"mime-version",
+    b"content-type",
+    b"list-unsubscribe",
+    b"list-unsubscribe-post",
+)
+
+
+class SignedEmail(EmailMultiAlternatives):
+    """A message that adds its DKIM signature when it is turned into MIME."""
+
+    dkim_key: DkimKey | None = None
+
+    def message(self, *, policy: Any = None) -> SafeMIMEText | SafeMIMEMultipart:
+        message = super().message()
+        if self.dkim_key is None:
+            return message
+        raw = message.as_bytes(linesep="\r\n")
+        signature = dkim.sign(
+            raw,
+            self.dkim_key.selector.encode(),
+            self.dkim_key.domain.encode(),
+            self.dkim_key.private_key_pem.encode(),
+            include_headers=list(HEADERS_TO_SIGN),
+            canonicalize=(b"relaxed", b"relaxed"),
+        )
+        name, _, value = signature.decode().partition(":")
+        # Unfolded: relaxed canonicalisation ignores how the header is wrapped.
+        message[name] = " ".join(value.split())
+        return message
+
+
+def build_message(
+    email: Email, *, connection: Any = None, dkim_key: DkimKey | None = None
+) -> SignedEmail:
+    """The message of an email with its headers: Message-ID, X-Email-Id, one-click
+    List-Unsubscribe; HTML with CSS inlined and a text part made when there is none."""
+    html = inline_css(email.html) if email.html else None
+    text = email.text if email.text else (html_to_text(html) if html else "")
+    recipient = parseaddr(email.recipients[0])[1] if email.recipients else ""
+    unsubscribe = f"{settings.PUBLIC_BASE_URL}/u/{unsubscribe_token(email.id, recipient)}"
+    message = SignedEmail(
+        subject=email.subject,
+        body=text,
+        from_email=email.from_email,
+        to=list(email.recipients),
+        reply_to=[email.reply_to] if email.reply_to else None,
+        connection=connection,
+        headers={
+            "Message-ID": email.message_id,
+            "X-Email-Id": str(email.id),
+            "List-Unsubscribe": f"<{unsubscribe}>",
+            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+        },
+    )
+    if html:
+        message.attach_alternative(html, "text/html")
+    message.dkim_key = dkim_key
+    return message
+
+
+# --- sending -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sent:
+    provider_message_id: str | None = None
+
+
+def smtp_error(error: Exception) -> tuple[WorkError, bool]:
+    """The work error for a failed send, and whether the connection is unusable after it.
+    5xx replies and refused recipients are permanent; 4xx replies, timeouts and lost
+    connections are transient."""
+    if isinstance(error, smtplib.SMTPRecipientsRefused):
+        codes = [code for code, _ in error.recipients.values()]
+        permanent = bool(codes) and all(code >= 500 for code in codes)
+        detail = "; ".join(
+            f"{address}: {code} {reply.decode(errors='replace')}"
+            for address, (code, reply) in error.recipients.items()
+        )
+        code = f"smtp_{min(codes)}" if codes else "smtp_refused"
+        return WorkError(f"Recipients refused: {detail}", code=code, permanent=permanent), False
+    if isinstance(error, smtplib.SMTPResponseException):
+        reply = error.smtp_error
+        text = reply.decode(errors="replace") if isinstance(reply, bytes) else str(reply)
+        permanent = error.smtp_code >= 500
+        return (
+            WorkError(
+                f"{error.smtp_code} {text}", code=f"smtp_{error.smtp_code}", permanent=permanent
+            ),
+            False,
+        )
+    if isinstance(error, smtplib.SMTPServerDisconnected | OSError):
+        return WorkError(f"{type(error).__name__}: {error}", code="smtp_connection"), True
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500 and status != 429:
+        return WorkError(
+            f"{type(error).__name__}: {error}", code=f"esp_{status}", permanent=True
+        ), False
+    return WorkError(f"{type(error).__name__}: {error}", code="send_error"), True
+
+
+class _Sender:
+    """Sends a claimed batch over one connection, reconnecting only after it broke."""
+
+    def __init__(self) -> None:
+        self.connection = get_connection(fail_silently=False)
+        self.opened = False
+        # Set when the server could not be reached: the rest of the batch waits for a retry.
+        self.unreachable: WorkError | None = None
+        self.keys: dict[tuple[Any, str], DkimKey | None] = {}
+
+    def dkim_key(self, email: Email) -> DkimKey | None:
+        domain = parseaddr(email.from_email)[1].rpartition("@")[2].lower()
+        cache_key = (email.project_id, domain)
+        if cache_key not in self.keys:
+            self.keys[cache_key] = domain_dkim_key_for(
+                project=email.project, from_address=email.from_email
+            )
+        return self.keys[cache_key]
+
+    def send(self, email: Email) -> Sent | WorkError:
+        try:
+            message = build_message(
+                email, connection=self.connection, dkim_key=self.dkim_key(email)
+            )
+        except Exception as error:
+            logger.warning("Email %s could not be built", email.id, exc_info=True)
+            return WorkError(f"{type(error).__name__}: {error}", code="build_error")
+        if not self.opened:
+            try:
+                self.connection.open()
+            except Exception as error:
+                self.unreachable, _ = smtp_error(error)
+                return self.unreachable
+            self.opened = True
+        try:
+            self.connection.send_messages([message])
+        except Exception as error:
+            work_error, broken = smtp_error(error)
+            if broken:
+                self.close()
+            return work_error
+        status = getattr(message, "anymail_status", None)
+        return Sent(provider_message_id=getattr(status, "message_id", None))
+
+    def close(self) -> None:
+        if self.opened:
+            try:
+                self.connection.close()
+            except Exception:
+                logger.debug("Closing the mail connection failed", exc_info=True)
+        self.opened = False
+
+
+class _Outcomes(BatchWork[EmailDelivery]):
+    """Records what sending found, inside the kit's transaction for the rows."""
+
+    def __init__(self, results: dict[Any, Sent | WorkError]) -> None:
+        self.results = results
+
+    def run(self, item: EmailDelivery) -> None:
+        result = self.results.get(item.pk)
+        if isinstance(result, WorkError):
+            raise result
+        if result is None:
+            raise WorkError("The delivery was not attempted.", code="not_attempted")
+        email = item.email
+        updated = Email.objects.filter(pk=email.pk, status=EmailStatus.QUEUED).update(
+            status=EmailStatus.SENT,
+            sent_at=clock.now(),
+            provider_message_id=result.provider_message_id,
+            last_error=None,
+        )
+        if updated:
+            system_event_emit(
+                project=email.project,
+                name="mail.send",
+                payload={
+                    "email_id": str(email.pk),
+                    "contact_id": str(email.contact_id) if email.contact_id else None,
+                    "template_id": str(email.template_id) if email.template_id else None,
+                },
+                contact_id=email.contact_id,
+            )
+
+    def dropped(self, item: EmailDelivery) -> None:
+        result = self.results.get(item.pk)
+        if isinstance(result, WorkError):
+            final = result.permanent or item.attempts >= email_retry_policy().max_attempts
+            error = str(result)
+        else:
+            final, error = True, "Workers kept stopping while sending this email."
+        changes: dict[str, Any] = {"last_error": error}
+        if final:
+            changes["status"] = EmailStatus.FAILED
+        Email.objects.filter(pk=item.email_id, status=EmailStatus.QUEUED).update(**changes)
+
+
+def emails_deliver_batch() -> int:
+    """Claims a batch (that commits), sends it over one connection with no transaction
+    open, and returns how many deliveries it claimed.
+
+    Each accepted message is recorded right after the server took it, so a worker killed
+    mid-batch leaves only the unsent rest to the next claim (at most the one message in
+    flight can go out twice). Failures are recorded together at the end: if the worker
+    dies first they are simply tried again."""
+    token, items = EMAIL_QUEUE.claim()
+    if not items:
+        return 0
+    max_attempts = email_retry_policy().max_attempts
+    failed: dict[Any, Sent | WorkError] = {}
+    sender = _Sender()
+    try:
+        for item in items:
+            if item.attempts > max_attempts:
+                # Workers kept dying on this one: the kit dead-letters it unsent.
+                failed[item.pk] = WorkError("Workers kept stopping.", code="worker_lost")
+                continue
+            result = sender.unreachable or sender.send(item.email)
+            if isinstance(result, WorkError):
+                failed[item.pk] = result
+            else:
+                EMAIL_QUEUE.run(token=token, items=[item], work=_Outcomes({item.pk: result}))
+    finally:
+        sender.close()
+    if failed:
+        EMAIL_QUEUE.run(
+            token=token,
+            items=[item for item in items if item.pk in failed],
+            work=_Outcomes(failed),
+        )
+    return len(items)
+
+
+def emails_deliver_due(*, budget_seconds: float) -> tuple[int, bool]:
+    """Delivers due emails until none are left or the budget is spent."""
+    return EMAIL_QUEUE.drain(emails_deliver_batch, budget_seconds=budget_seconds)

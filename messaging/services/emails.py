@@ -1,0 +1,312 @@
+"""Creating emails: validation, rendering, suppression and idempotency. Delivery (the
+SMTP side) lives in messaging/services/delivery.py."""
+
+import datetime as dt
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from email.utils import make_msgid, parseaddr
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+
+from config import clock
+from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
+from contacts.models import Contact
+from contacts.selectors import contact_get
+from messaging.models.emails import Email, EmailDelivery, EmailStatus
+from messaging.models.templates import Channel, MessageTemplate, TemplateVersion
+from messaging.selectors.suppressions import suppressed_among
+from messaging.selectors.templates import (
+    template_get,
+    template_version_current,
+    template_version_published,
+)
+from messaging.services.delivery import EMAIL_QUEUE
+from messaging.services.rendering import render_email, template_context
+from tenancy.models import Project
+
+IDEMPOTENCY_WINDOW = dt.timedelta(hours=24)
+MAX_RECIPIENTS = 50
+
+
+@dataclass(frozen=True)
+class EmailRequest:
+    """A send as the API (or another sender) asks for it; shapes already checked."""
+
+    to: list[str]
+    from_email: str | None = None
+    subject: str | None = None
+    html: str | None = None
+    text: str | None = None
+    template_id: uuid.UUID | None = None
+    data: Mapping[str, Any] | None = None
+    contact_id: uuid.UUID | None = None
+    tags: Sequence[str] = ()
+    reply_to: str | None = None
+
+    def fingerprint(self) -> str:
+        """A hash of the request, so a repeated idempotency key with another body is
+        told apart from a retry."""
+        body = {
+            "to": self.to,
+            "from": self.from_email,
+            "subject": self.subject,
+            "html": self.html,
+            "text": self.text,
+            "template_id": str(self.template_id) if self.template_id else None,
+            "data": self.data,
+            "contact_id": str(self.contact_id) if self.contact_id else None,
+            "tags": list(self.tags),
+            "reply_to": self.reply_to,
+        }
+        encoded = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def address_problem(value: str) -> str | None:
+    """Why `value` is not `a@b.c` or `Name <a@b.c>`, or None."""
+    address = parseaddr(value)[1]
+    if not address or "\n" in value or "\r" in value:
+        return "Must be an address, optionally with a name: `Name <a@b.c>`."
+    try:
+        validate_email(address)
+    except DjangoValidationError:
+        return "Must be an address, optionally with a name: `Name <a@b.c>`."
+    return None
+
+
+def bare_address(value: str) -> str:
+    return parseaddr(value)[1]
+
+
+def _checked_address(value: str | None, path: str) -> str | None:
+    if value is None:
+        return None
+    problem = address_problem(value)
+    if problem:
+        raise ValidationFailed.at(path, problem, code="invalid_email")
+    return value
+
+
+def _contact(project: Project, contact_id: uuid.UUID | None) -> Contact | None:
+    if contact_id is None:
+        return None
+    contact = contact_get(project=project, contact_id=contact_id)
+    if contact is None:
+        raise ValidationFailed.at("contact_id", "No such contact.", code="not_found")
+    return contact
+
+
+def _recipients(to: list[str], contact: Contact | None) -> list[str]:
+    if not to:
+        if contact is None or not contact.email:
+            raise ValidationFailed.at(
+                "to", "Give `to`, or a `contact_id` of a contact with an email.", code="required"
+            )
+        to = [contact.email]
+    if len(to) > MAX_RECIPIENTS:
+        raise ValidationFailed.at(
+            "to", f"At most {MAX_RECIPIENTS} recipients.", code="too_many_recipients"
+        )
+    issues = [
+        Issue(code="invalid_email", path=f"to.{index}", message=problem)
+        for index, address in enumerate(to)
+        if (problem := address_problem(address))
+    ]
+    if issues:
+        raise ValidationFailed(issues=issues)
+    return to
+
+
+def _published_email_template(
+    project: Project, template_id: uuid.UUID
+) -> tuple[MessageTemplate, TemplateVersion]:
+    template = template_get(project=project, template_id=template_id)
+    if template is None:
+        raise ValidationFailed.at("template_id", "No such template.", code="not_found")
+    if template.channel != Channel.EMAIL:
+        raise ValidationFailed.at(
+            "template_id", "This is not an email template.", code="wrong_channel"
+        )
+    version = template_version_published(template=template)
+    if version is None:
+        raise Conflict(
+            "The template has no published version; publish it first.",
+            issues=[
+                Issue(
+                    code="not_published",
+                    path="template_id",
+                    message="The template has no published version.",
+                )
+            ],
+        )
+    return template, version
+
+
+def _sender(project: Project, given: str | None, template: MessageTemplate | None) -> str:
+    sender = given or (template.from_email if template else None) or project.default_from
+    if not sender:
+        raise ValidationFailed.at(
+            "from",
+            "Give `from`: neither the template nor the project policy `default_from` has one.",
+            code="required",
+        )
+    return sender
+
+
+def message_id_for(sender: str) -> str:
+    """A fresh Message-ID on the sender's domain (`<...@example.com>`)."""
+    domain = bare_address(sender).rpartition("@")[2] or "sendrealm.local"
+    return make_msgid(domain=domain)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An email ready to store: rendered, addressed, its recipients filtered."""
+
+    fields: dict[str, Any]
+
+
+def _prepare(
+    *, project: Project, request: EmailRequest, version: TemplateVersion | None = None
+) -> Prepared:
+    contact = _contact(project, request.contact_id)
+    to = _recipients(list(request.to), contact)
+    _checked_address(request.from_email, "from")
+    _checked_address(request.reply_to, "reply_to")
+    template: MessageTemplate | None = None
+    if version is not None:
+        template = version.template
+    elif request.template_id is not None:
+        template, version = _published_email_template(project, request.template_id)
+    if version is not None:
+        variables = template_context(project=project, contact=contact, data=request.data)
+        rendered = render_email(version, variables)
+        subject, html, text = rendered.subject or "", rendered.html, rendered.text
+    else:
+        if not request.subject:
+            raise ValidationFailed.at(
+                "subject", "Give `subject` (or a `template_id`).", code="required"
+            )
+        if not request.html and not request.text:
+            raise ValidationFailed.at(
+                "html", "Give `html` or `text` (or a `template_id`).", code="required"
+            )
+        subject, html, text = request.subject, request.html, request.text
+    sender = _sender(project, request.from_email, template)
+    _checked_address(sender, "from")
+    suppressed = suppressed_among(project=project, emails=[bare_address(a) for a in to])
+    recipients = [address for address in to if bare_address(address) not in suppressed]
+    return Prepared(
+        fields={
+            "project": project,
+            "from_email": sender,
+            "to": to,
+            "recipients": recipients,
+            "reply_to": request.reply_to,
+            "subject": subject,
+            "html": html,
+            "text": text,
+            "tags": list(request.tags),
+            "data": dict(request.data or {}),
+            "template": template,
+            "template_version": version,
+            "contact": contact,
+            "status": EmailStatus.QUEUED if recipients else EmailStatus.SUPPRESSED,
+            "message_id": message_id_for(sender),
+        }
+    )
+
+
+def _store(prepared: Prepared, *, idempotency_key: str | None, fingerprint: str) -> Email:
+    now = clock.now()
+    with transaction.atomic():
+        email = Email.objects.create(
+            **prepared.fields,
+            idempotency_key=idempotency_key,
+            request_fingerprint=fingerprint if idempotency_key else "",
+            created_at=now,
+        )
+        if email.status == EmailStatus.QUEUED:
+            EmailDelivery.objects.create(email=email, next_attempt_at=now, created_at=now)
+            transaction.on_commit(EMAIL_QUEUE.wake)
+    return email
+
+
+def _by_key(project: Project, key: str) -> Email | None:
+    return Email.objects.filter(project=project, idempotency_key=key).first()
+
+
+def _replayed(email: Email, fingerprint: str) -> Email:
+    if email.request_fingerprint != fingerprint:
+        raise IdempotencyConflict(
+            "This Idempotency-Key was used with another request body.",
+            details=f"The key made email {email.id}.",
+        )
+    return email
+
+
+def email_send(
+    *, project: Project, request: EmailRequest, idempotency_key: str | None = None
+) -> tuple[Email, bool]:
+    """Stores an email and queues its delivery; returns it and whether it is new. A key
+    seen in the last 24 h returns the email it made (the same body) or raises
+    IdempotencyConflict (another body); concurrent requests with one key race on the
+    unique index, and the losers return the winner."""
+    fingerprint = request.fingerprint()
+    if idempotency_key is not None:
+        existing = _by_key(project, idempotency_key)
+        if existing is not None:
+            if existing.created_at > clock.now() - IDEMPOTENCY_WINDOW:
+                return _replayed(existing, fingerprint), False
+            # The key has expired: free it for this request.
+            Email.objects.filter(pk=existing.pk, idempotency_key=idempotency_key).update(
+                idempotency_key=None
+            )
+    prepared = _prepare(project=project, request=request)
+    try:
+        return _store(prepared, idempotency_key=idempotency_key, fingerprint=fingerprint), True
+    except IntegrityError:
+        if idempotency_key is None:
+            raise
+    # Another request with this key committed first (the insert waited for it).
+    winner = _by_key(project, idempotency_key)
+    if winner is None:
+        raise Conflict("A concurrent request with this Idempotency-Key failed; retry.")
+    return _replayed(winner, fingerprint), False
+
+
+class PushTestUnavailable(Conflict):
+    message = "Test sends of push templates are not available yet."
+
+
+def template_test_send(
+    *,
+    project: Project,
+    template_id: uuid.UUID,
+    to: str | None,
+    installation_id: uuid.UUID | None = None,
+    data: Mapping[str, Any] | None = None,
+    contact_id: uuid.UUID | None = None,
+) -> Email:
+    """Sends a template's draft (else its published version) once to `to`."""
+    template = template_get(project=project, template_id=template_id)
+    if template is None:
+        raise ValidationFailed.at("template_id", "No such template.", code="not_found")
+    if template.channel == Channel.PUSH:
+        raise PushTestUnavailable()
+    if installation_id is not None or not to:
+        raise ValidationFailed.at(
+            "to", "Email templates are tested with `to` (an address).", code="required"
+        )
+    version = template_version_current(template=template)
+    if version is None:
+        raise Conflict("The template has no content to send.")
+    request = EmailRequest(to=[to], data=data, contact_id=contact_id, tags=["test"])
+    prepared = _prepare(project=project, request=request, version=version)
+    return _store(prepared, idempotency_key=None, fingerprint="")

@@ -1,0 +1,37 @@
+"""Messaging workers. The email deliveries table is the queue: these tasks only say
+"look now"."""
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from messaging.services.delivery import EMAIL_QUEUE, emails_deliver_due
+
+logger = logging.getLogger(__name__)
+
+
+def _budget() -> float:
+    return float(getattr(settings, "EMAIL_TASK_TIME_BUDGET_SECONDS", 30.0))
+
+
+@shared_task(name="messaging.deliver_emails", ignore_result=True)
+def deliver_emails() -> int:
+    """Woken after an email commits (debounced): sends due emails until none are left or
+    the time budget is spent, then hands the rest to a fresh task."""
+    claimed, more = emails_deliver_due(budget_seconds=_budget())
+    if more:
+        EMAIL_QUEUE.publish()
+    return claimed
+
+
+@shared_task(name="messaging.sweep_emails", ignore_result=True)
+def sweep_emails() -> int:
+    """The safety net on beat: emails no wake-up reached, retries that came due, and
+    expired leases of dead workers."""
+    claimed, more = emails_deliver_due(budget_seconds=_budget())
+    if more:
+        EMAIL_QUEUE.publish()
+    if claimed:
+        logger.info("Email sweep claimed %d deliveries", claimed)
+    return claimed
