@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "contacts.audiences",
     "contacts.topics",
     "messaging",
+    "pushproviders",
 ]
 
 MIDDLEWARE = [
@@ -215,6 +216,11 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 SENDING_SPF_INCLUDE = env.str("SENDING_SPF_INCLUDE", default="spf.sendrealm.com")
 DNS_RESOLVER = env.str("DNS_RESOLVER", default="")
 DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
+
+# Push: URLs fetched on a user's behalf (subscription endpoints, a service account's
+# token_uri) must be https to public addresses (config/netguard.py); on, this also lets
+# http and loopback through, for tests against local stand-ins only.
+PUSH_ALLOW_HTTP = env.bool("PUSH_ALLOW_HTTP", default=False)
 
 LOGGING: dict[str, Any] = {
     "version": 1,

@@ -32,6 +32,7 @@ from tests.factories import UserFactory
 from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
+from tests.pushproviders.factories import PushInstallationFactory, PushProviderFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -108,6 +109,8 @@ def console_rows(world):
     TemplateVersionFactory(template__project=world.project)
     SuppressionFactory(project=world.project)
     DomainFactory(project=world.project)
+    provider = PushProviderFactory(app__project=world.project)
+    PushInstallationFactory(app=provider.app, contact=contact)
     return world
 
 
