@@ -176,6 +176,9 @@ SPECTACULAR_SETTINGS = {
         "SubscriptionSourceEnum": "contacts.topics.models.SubscriptionSource",
         "DomainStatusEnum": "messaging.models.domains.DomainStatus",
         "SuppressionReasonEnum": "messaging.models.suppressions.SuppressionReason",
+        "PushProviderStatusEnum": "pushproviders.models.ProviderStatus",
+        "PushPlatformEnum": "pushproviders.models.Platform",
+        "ApnsEnvironmentEnum": "pushproviders.models.ApnsEnvironment",
     },
 }
 
