@@ -28,6 +28,7 @@ urlpatterns = [
     path("", include("contacts.audiences.api.urls")),
     path("", include("contacts.topics.api.urls")),
     path("", include("messaging.api.urls")),
+    path("", include("pushproviders.api.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

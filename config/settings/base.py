@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "contacts.audiences",
     "contacts.topics",
     "messaging",
+    "pushproviders",
 ]
 
 MIDDLEWARE = [
@@ -175,6 +176,9 @@ SPECTACULAR_SETTINGS = {
         "SubscriptionSourceEnum": "contacts.topics.models.SubscriptionSource",
         "DomainStatusEnum": "messaging.models.domains.DomainStatus",
         "SuppressionReasonEnum": "messaging.models.suppressions.SuppressionReason",
+        "PushProviderStatusEnum": "pushproviders.models.ProviderStatus",
+        "PushPlatformEnum": "pushproviders.models.Platform",
+        "ApnsEnvironmentEnum": "pushproviders.models.ApnsEnvironment",
     },
 }
 
@@ -240,6 +244,10 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rs
 # Deliveries one worker claims and sends over one connection, and the lease on them.
 EMAIL_CLAIM_BATCH_SIZE = env.int("EMAIL_CLAIM_BATCH_SIZE", default=50)
 EMAIL_LEASE_SECONDS = env.float("EMAIL_LEASE_SECONDS", default=120.0)
+# Push: URLs fetched on a user's behalf (subscription endpoints, a service account's
+# token_uri) must be https to public addresses (config/netguard.py); on, this also lets
+# http and loopback through, for tests against local stand-ins only.
+PUSH_ALLOW_HTTP = env.bool("PUSH_ALLOW_HTTP", default=False)
 
 LOGGING: dict[str, Any] = {
     "version": 1,

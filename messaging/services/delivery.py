@@ -53,7 +53,7 @@ EMAIL_QUEUE: WorkQueue[EmailDelivery] = WorkQueue(
     wake_debounce_seconds=lambda: float(getattr(settings, "EMAIL_WAKE_DEBOUNCE_SECONDS", 0.5)),
     settle_seconds=lambda: float(getattr(settings, "EMAIL_WAKE_SETTLE_SECONDS", 0.3)),
     order_by=("next_attempt_at", "created_at"),
-    select_related=("email", "email__project"),
+    prefetch_related=("email", "email__project"),
 )
 
 

@@ -34,6 +34,7 @@ from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
+from tests.pushproviders.factories import PushInstallationFactory, PushProviderFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -113,6 +114,8 @@ def console_rows(world):
     email = EmailFactory(project=world.project)
     EmailDelivery.objects.create(email=email, next_attempt_at=occurred)
     CapturedMessageFactory(email=email)
+    provider = PushProviderFactory(app__project=world.project)
+    PushInstallationFactory(app=provider.app, contact=contact)
     return world
 
 

@@ -1,0 +1,167 @@
+import uuid
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.errors import or_404
+from config.api.pagination import paginate
+from pushproviders.api.serializers import (
+    PushAppCreateSerializer,
+    PushAppSerializer,
+    PushAppUpdateSerializer,
+    PushInstallationCreateSerializer,
+    PushInstallationSerializer,
+    PushProviderCreateSerializer,
+    PushProviderSerializer,
+    PushProviderUpdateSerializer,
+)
+from pushproviders.selectors import (
+    push_app_get,
+    push_app_get_for_providers,
+    push_app_list,
+    push_provider_list,
+)
+from pushproviders.services.apps import push_app_create, push_app_delete, push_app_update
+from pushproviders.services.installations import (
+    push_installation_delete,
+    push_installation_register,
+)
+from pushproviders.services.providers import (
+    push_provider_create,
+    push_provider_delete,
+    push_provider_update,
+)
+from tenancy.api.base import ProjectView
+
+
+class PushAppListView(ProjectView):
+    """The project's push apps, oldest first; adding one."""
+
+    paginated = True
+
+    @extend_schema(responses={200: PushAppSerializer(many=True)}, operation_id="push_apps_list")
+    def get(self, request: Request) -> Response:
+        return paginate(request, push_app_list(project=self.project), PushAppSerializer)
+
+    @extend_schema(
+        request=PushAppCreateSerializer,
+        responses={201: PushAppSerializer},
+        operation_id="push_apps_create",
+    )
+    def post(self, request: Request) -> Response:
+        body = PushAppCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        app = push_app_create(project=self.project, name=body.validated_data["name"])
+        return Response(PushAppSerializer(app).data, status=201)
+
+
+class PushAppDetailView(ProjectView):
+    """One app, by its uuid or public id."""
+
+    @extend_schema(responses={200: PushAppSerializer}, operation_id="push_apps_retrieve")
+    def get(self, request: Request, app_ref: str) -> Response:
+        app = or_404(push_app_get(project=self.project, app_ref=app_ref), "No such push app.")
+        return Response(PushAppSerializer(app).data)
+
+    @extend_schema(
+        request=PushAppUpdateSerializer,
+        responses={200: PushAppSerializer},
+        operation_id="push_apps_update",
+    )
+    def patch(self, request: Request, app_ref: str) -> Response:
+        body = PushAppUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        app = push_app_update(
+            project=self.project, app_ref=app_ref, name=body.validated_data["name"]
+        )
+        return Response(PushAppSerializer(app).data)
+
+    @extend_schema(responses={200: PushAppSerializer}, operation_id="push_apps_destroy")
+    def delete(self, request: Request, app_ref: str) -> Response:
+        app = push_app_delete(project=self.project, app_ref=app_ref)
+        return Response(PushAppSerializer(app).data)
+
+
+class PushProviderListView(ProjectView):
+    """An app's providers (GET also takes one of its installations' ids); adding one."""
+
+    @extend_schema(
+        responses={200: PushProviderSerializer(many=True)}, operation_id="push_providers_list"
+    )
+    def get(self, request: Request, app_ref: str) -> Response:
+        app = or_404(
+            push_app_get_for_providers(project=self.project, ref=app_ref), "No such push app."
+        )
+        providers = push_provider_list(project=self.project, app=app).order_by("created_at", "id")
+        return Response(PushProviderSerializer(providers, many=True).data)
+
+    @extend_schema(
+        request=PushProviderCreateSerializer,
+        responses={201: PushProviderSerializer},
+        operation_id="push_providers_create",
+    )
+    def post(self, request: Request, app_ref: str) -> Response:
+        body = PushProviderCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        provider = push_provider_create(
+            project=self.project, app_ref=app_ref, body=dict(body.validated_data)
+        )
+        return Response(PushProviderSerializer(provider).data, status=201)
+
+
+class PushProviderDetailView(ProjectView):
+    @extend_schema(
+        request=PushProviderUpdateSerializer,
+        responses={200: PushProviderSerializer},
+        operation_id="push_providers_update",
+    )
+    def patch(self, request: Request, provider_id: uuid.UUID) -> Response:
+        body = PushProviderUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        provider = push_provider_update(
+            project=self.project, provider_id=provider_id, body=dict(body.validated_data)
+        )
+        return Response(PushProviderSerializer(provider).data)
+
+    @extend_schema(responses={200: PushProviderSerializer}, operation_id="push_providers_destroy")
+    def delete(self, request: Request, provider_id: uuid.UUID) -> Response:
+        provider = push_provider_delete(project=self.project, provider_id=provider_id)
+        return Response(PushProviderSerializer(provider).data)
+
+
+class PushInstallationListView(ProjectView):
+    """Registering a device; the same token again updates its installation (200)."""
+
+    @extend_schema(
+        request=PushInstallationCreateSerializer,
+        responses={201: PushInstallationSerializer, 200: PushInstallationSerializer},
+        operation_id="push_installations_create",
+    )
+    def post(self, request: Request) -> Response:
+        body = PushInstallationCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        installation, created = push_installation_register(
+            project=self.project,
+            app_ref=data["app_id"],
+            platform=data["platform"],
+            token=data.get("token"),
+            subscription=data.get("subscription"),
+            contact_id=data.get("contact_id"),
+            email=data.get("email"),
+        )
+        return Response(
+            PushInstallationSerializer(installation).data, status=201 if created else 200
+        )
+
+
+class PushInstallationDetailView(ProjectView):
+    @extend_schema(
+        responses={200: PushInstallationSerializer}, operation_id="push_installations_destroy"
+    )
+    def delete(self, request: Request, installation_id: uuid.UUID) -> Response:
+        installation = push_installation_delete(
+            project=self.project, installation_id=installation_id
+        )
+        return Response(PushInstallationSerializer(installation).data)

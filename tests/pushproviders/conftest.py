@@ -1,0 +1,34 @@
+from collections.abc import Iterator
+
+import pytest
+
+from config import netguard
+
+# Public names the tests use, with documentation-range or well-known public addresses:
+# no DNS server is asked.
+PUBLIC_NAMES = {
+    "oauth2.googleapis.com": ["142.250.74.42"],
+    "updates.push.services.mozilla.com": ["34.107.221.82"],
+    "fcm.googleapis.com": ["142.250.74.74", "2a00:1450:4001:82b::200a"],
+    "sneaky.example.com": ["34.107.221.82", "10.1.2.3"],
+    "intranet.example.com": ["10.0.0.7"],
+    "loopback.example.com": ["127.0.0.1"],
+    "v6loopback.example.com": ["::1"],
+    "metadata.example.com": ["169.254.169.254"],
+}
+
+
+def fake_resolve(host: str, port: int) -> list[str]:
+    if host in PUBLIC_NAMES:
+        return PUBLIC_NAMES[host]
+    if host.endswith(".example.com") or host.endswith(".com"):
+        raise OSError("unknown name")
+    # Literal addresses and `localhost`: the system resolves them without a server.
+    return netguard.system_resolve(host, port)
+
+
+@pytest.fixture(autouse=True)
+def _names() -> Iterator[None]:
+    netguard.set_resolver(fake_resolve)
+    yield
+    netguard.set_resolver(None)
