@@ -1,16 +1,19 @@
 """The outbox of system events: how a family below the events app records a
 `sendrealm.*` event without importing it.
 
-The events app registers the writer in its `AppConfig.ready()`. The writer joins the
-caller's transaction, so the event exists exactly when the change it reports does (a
-rolled-back change leaves no event). Deciding whether anything changed, and so whether
-there is an event at all, stays with the caller."""
+The events app names the writer by dotted path in its apps.py; it is imported at first
+use. The writer joins the caller's transaction, so the event exists exactly when the
+change it reports does (a rolled-back change leaves no event). Deciding whether anything
+changed, and so whether there is an event at all, stays with the caller."""
 
 import uuid
 from typing import Any, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
+from django.utils.module_loading import import_string
+
+from config.hooks import dotted_path
 
 
 class SystemEventWriter(Protocol):
@@ -26,21 +29,25 @@ class SystemEventWriter(Protocol):
     ) -> object: ...
 
 
+# The writer's import path, and the writer once imported.
+_writer_path: str | None = None
 _writer: SystemEventWriter | None = None
 
 
-def register_system_event_writer(writer: SystemEventWriter) -> None:
-    """Installs the one writer (the events app does, from its AppConfig.ready())."""
-    global _writer
-    if _writer is not None and _writer is not writer:
+def register_system_event_writer(writer: SystemEventWriter | str) -> None:
+    """Installs the one writer: a callable, or the dotted path of one."""
+    global _writer, _writer_path
+    path = dotted_path(writer)
+    if _writer_path is not None and _writer_path != path:
         raise ImproperlyConfigured("Another system event writer is already registered.")
-    _writer = writer
+    _writer_path = path
+    _writer = None if isinstance(writer, str) else writer
 
 
-def unregister_system_event_writer(writer: SystemEventWriter) -> None:
-    global _writer
-    if _writer is writer:
-        _writer = None
+def unregister_system_event_writer(writer: SystemEventWriter | str) -> None:
+    global _writer, _writer_path
+    if _writer_path == dotted_path(writer):
+        _writer_path = _writer = None
 
 
 def system_event_emit(
@@ -57,6 +64,9 @@ def system_event_emit(
 
     Without a registered writer this raises rather than drop the event: the caller's
     transaction then rolls back, so no change goes unreported."""
+    global _writer
+    if _writer is None and _writer_path is not None:
+        _writer = import_string(_writer_path)
     if _writer is None:
         raise ImproperlyConfigured(
             f"No system event writer is registered (is the events app installed?); "

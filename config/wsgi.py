@@ -4,7 +4,12 @@ import gc
 import logging
 import os
 
+from django.core.cache import cache
+from django.core.validators import validate_email
 from django.core.wsgi import get_wsgi_application
+from django.urls import get_resolver
+
+from config.workqueue import wake
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
@@ -22,12 +27,6 @@ def _warm_up() -> None:
     as the process, and scanning them made each full collection stall every thread of the
     process for up to 200 ms.
     """
-    from django.core.cache import cache
-    from django.core.validators import validate_email
-    from django.urls import get_resolver
-
-    from config.workqueue import wake
-
     get_resolver().url_patterns  # noqa: B018 (the import is the point)
     validate_email("warm-up@example.com")
     try:

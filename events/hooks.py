@@ -15,6 +15,8 @@ would still resolve to the contact as it was."""
 
 from typing import TYPE_CHECKING, Protocol
 
+from config.hooks import Handlers
+
 if TYPE_CHECKING:
     from contacts.models import Contact
     from events.models import Event
@@ -24,20 +26,18 @@ class EventHandler(Protocol):
     def __call__(self, *, event: "Event", contact: "Contact | None") -> None: ...
 
 
-_handlers: list[EventHandler] = []
+_handlers: Handlers[EventHandler] = Handlers()
 
 
-def register_event_handler(handler: EventHandler) -> EventHandler:
-    """Adds a handler (once; usable as a decorator). Call it from an AppConfig.ready()."""
-    if handler not in _handlers:
-        _handlers.append(handler)
-    return handler
+def register_event_handler(handler: EventHandler | str) -> EventHandler | str:
+    """Adds a handler (once; usable as a decorator): a callable, or the dotted path of one
+    named in the registering app's apps.py, imported when the first batch runs."""
+    return _handlers.register(handler)
 
 
-def unregister_event_handler(handler: EventHandler) -> None:
-    if handler in _handlers:
-        _handlers.remove(handler)
+def unregister_event_handler(handler: EventHandler | str) -> None:
+    _handlers.unregister(handler)
 
 
 def event_handlers() -> tuple[EventHandler, ...]:
-    return tuple(_handlers)
+    return _handlers.all()

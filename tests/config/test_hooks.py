@@ -1,0 +1,41 @@
+"""Handler registries: a handler named by path is imported at first use and counts as the
+same handler as its callable."""
+
+from config.hooks import Handlers
+from config.outbox import system_event_emit
+
+
+def first(**kwargs: object) -> str:
+    return "first"
+
+
+def test_a_handler_named_by_path_is_imported_at_first_use_and_registered_once():
+    handlers: Handlers = Handlers()
+    handlers.register("tests.config.test_hooks.first")
+    handlers.register(first)
+    handlers.register("config.outbox.system_event_emit")
+
+    assert handlers.all() == (first, system_event_emit)
+
+
+def test_unregistering_a_callable_removes_its_path_too():
+    handlers: Handlers = Handlers()
+    handlers.register("tests.config.test_hooks.first")
+    handlers.unregister(first)
+
+    assert handlers.all() == ()
+
+
+def test_two_closures_of_one_name_are_two_handlers():
+    def make() -> object:
+        def handler() -> None:
+            return None
+
+        return handler
+
+    one, two = make(), make()
+    handlers: Handlers = Handlers()
+    handlers.register(one)
+    handlers.register(two)
+
+    assert handlers.all() == (one, two)
