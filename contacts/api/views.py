@@ -50,13 +50,12 @@ class ContactUpsertView(ProjectView):
         operation_id="contacts_upsert",
     )
     def post(self, request: Request) -> Response:
-        body = ContactUpsertSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = self.validated(ContactUpsertSerializer)
         contact, created = contact_upsert(
             project=self.project,
-            email=body.validated_data["email"],
-            fields=body.validated_data.get("fields"),
-            external_id=body.validated_data.get("external_id"),
+            email=body["email"],
+            fields=body.get("fields"),
+            external_id=body.get("external_id"),
         )
         data = {**ContactSerializer(contact).data, "created": created}
         return Response(data, status=201 if created else 200)
@@ -73,16 +72,15 @@ class ContactLookupView(ProjectView):
         operation_id="contacts_lookup",
     )
     def post(self, request: Request) -> Response:
-        body = ContactLookupSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = self.validated(ContactLookupSerializer)
         contact: Contact | None
-        if "email" in body.validated_data:
+        if "email" in body:
             # Normalised first so that an invalid address is a 400 rather than a null.
-            email = email_normalised(project=self.project, email=body.validated_data["email"])
+            email = email_normalised(project=self.project, email=body["email"])
             contact = contact_get_by_email(project=self.project, email=email)
         else:
             contact = contact_get_by_external_id(
-                project=self.project, external_id=body.validated_data["external_id"]
+                project=self.project, external_id=body["external_id"]
             )
         return Response(ContactSerializer(contact).data if contact is not None else None)
 
@@ -103,14 +101,13 @@ class ContactDetailView(ProjectView):
         operation_id="contacts_update",
     )
     def patch(self, request: Request, contact_id: uuid.UUID) -> Response:
-        body = ContactUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = self.validated(ContactUpdateSerializer)
         contact = contact_update(
             project=self.project,
             contact_id=contact_id,
-            email=body.validated_data.get("email", MISSING),
-            fields=body.validated_data.get("fields"),
-            external_id=body.validated_data.get("external_id", MISSING),
+            email=body.get("email", MISSING),
+            fields=body.get("fields"),
+            external_id=body.get("external_id", MISSING),
         )
         return Response(ContactSerializer(contact).data)
 

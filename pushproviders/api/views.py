@@ -50,9 +50,8 @@ class PushAppListView(ProjectView):
         operation_id="push_apps_create",
     )
     def post(self, request: Request) -> Response:
-        body = PushAppCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        app = push_app_create(project=self.project, name=body.validated_data["name"])
+        body = self.validated(PushAppCreateSerializer)
+        app = push_app_create(project=self.project, name=body["name"])
         return Response(PushAppSerializer(app).data, status=201)
 
 
@@ -70,11 +69,8 @@ class PushAppDetailView(ProjectView):
         operation_id="push_apps_update",
     )
     def patch(self, request: Request, app_ref: str) -> Response:
-        body = PushAppUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        app = push_app_update(
-            project=self.project, app_ref=app_ref, name=body.validated_data["name"]
-        )
+        body = self.validated(PushAppUpdateSerializer)
+        app = push_app_update(project=self.project, app_ref=app_ref, name=body["name"])
         return Response(PushAppSerializer(app).data)
 
     @extend_schema(responses={200: PushAppSerializer}, operation_id="push_apps_destroy")
@@ -102,11 +98,8 @@ class PushProviderListView(ProjectView):
         operation_id="push_providers_create",
     )
     def post(self, request: Request, app_ref: str) -> Response:
-        body = PushProviderCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        provider = push_provider_create(
-            project=self.project, app_ref=app_ref, body=dict(body.validated_data)
-        )
+        body = self.validated(PushProviderCreateSerializer)
+        provider = push_provider_create(project=self.project, app_ref=app_ref, body=body)
         return Response(PushProviderSerializer(provider).data, status=201)
 
 
@@ -117,11 +110,8 @@ class PushProviderDetailView(ProjectView):
         operation_id="push_providers_update",
     )
     def patch(self, request: Request, provider_id: uuid.UUID) -> Response:
-        body = PushProviderUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        provider = push_provider_update(
-            project=self.project, provider_id=provider_id, body=dict(body.validated_data)
-        )
+        body = self.validated(PushProviderUpdateSerializer)
+        provider = push_provider_update(project=self.project, provider_id=provider_id, body=body)
         return Response(PushProviderSerializer(provider).data)
 
     @extend_schema(responses={200: PushProviderSerializer}, operation_id="push_providers_destroy")
@@ -139,9 +129,8 @@ class PushInstallationListView(ProjectView):
         operation_id="push_installations_create",
     )
     def post(self, request: Request) -> Response:
-        body = PushInstallationCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        body = self.validated(PushInstallationCreateSerializer)
+        data = body
         installation, created = push_installation_register(
             project=self.project,
             app_ref=data["app_id"],

@@ -1,7 +1,8 @@
 """The base view every project endpoint derives from: policy in one place."""
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from config.api.errors import Unauthenticated
@@ -49,3 +50,9 @@ class ProjectView(APIView):
     @property
     def access(self) -> Access:
         return self.request.access
+
+    def validated(self, serializer_class: type[BaseSerializer[Any]]) -> dict[str, Any]:
+        """The request body as `serializer_class` validates it; a 400 envelope otherwise."""
+        body = serializer_class(data=self.request.data)
+        body.is_valid(raise_exception=True)
+        return dict(body.validated_data)

@@ -39,11 +39,10 @@ class ProjectDetailView(ProjectView):
             raise Forbidden(
                 "Changing project settings needs full access or the owner or admin role."
             )
-        body = ProjectUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = self.validated(ProjectUpdateSerializer)
         project = project_update(
             project=self.project,
-            name=body.validated_data.get("name"),
-            policies=body.validated_data.get("policies", {}),
+            name=body.get("name"),
+            policies=body.get("policies", {}),
         )
         return Response(ProjectSerializer(project).data)

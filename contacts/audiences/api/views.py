@@ -57,9 +57,8 @@ class AudienceListView(ProjectView):
         operation_id="audiences_create",
     )
     def post(self, request: Request) -> Response:
-        body = AudienceCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        audience = audience_create(project=self.project, **body.validated_data)
+        body = self.validated(AudienceCreateSerializer)
+        audience = audience_create(project=self.project, **body)
         return Response(AudienceSerializer(audience).data, status=201)
 
 
@@ -74,11 +73,8 @@ class AudienceDetailView(AudienceScopedView):
         operation_id="audiences_update",
     )
     def patch(self, request: Request, audience_id: uuid.UUID) -> Response:
-        body = AudienceUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        audience_update(
-            project=self.project, audience_id=audience_id, changes=dict(body.validated_data)
-        )
+        body = self.validated(AudienceUpdateSerializer)
+        audience_update(project=self.project, audience_id=audience_id, changes=body)
         return Response(AudienceSerializer(self.audience(audience_id)).data)
 
     @extend_schema(responses={200: AudienceSerializer}, operation_id="audiences_destroy")
@@ -106,11 +102,8 @@ class AudiencePropertyListView(AudienceScopedView):
         operation_id="audience_properties_create",
     )
     def post(self, request: Request, audience_id: uuid.UUID) -> Response:
-        body = AudiencePropertyCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        prop = audience_property_create(
-            project=self.project, audience_id=audience_id, **body.validated_data
-        )
+        body = self.validated(AudiencePropertyCreateSerializer)
+        prop = audience_property_create(project=self.project, audience_id=audience_id, **body)
         return Response(AudiencePropertySerializer(prop).data, status=201)
 
 
@@ -130,11 +123,8 @@ class AudienceMemberListView(AudienceScopedView):
         operation_id="audience_members_add",
     )
     def post(self, request: Request, audience_id: uuid.UUID) -> Response:
-        body = MemberAddSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        membership, created = membership_add(
-            project=self.project, audience_id=audience_id, **body.validated_data
-        )
+        body = self.validated(MemberAddSerializer)
+        membership, created = membership_add(project=self.project, audience_id=audience_id, **body)
         data = {**MembershipSerializer(membership).data, "created": created}
         return Response(data, status=201 if created else 200)
 

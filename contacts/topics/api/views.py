@@ -38,9 +38,8 @@ class TopicListView(ProjectView):
         operation_id="topics_create",
     )
     def post(self, request: Request) -> Response:
-        body = TopicCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        topic = topic_create(project=self.project, **body.validated_data)
+        body = self.validated(TopicCreateSerializer)
+        topic = topic_create(project=self.project, **body)
         return Response(TopicSerializer(topic).data, status=201)
 
 
@@ -56,11 +55,8 @@ class TopicDetailView(ProjectView):
         operation_id="topics_update",
     )
     def patch(self, request: Request, topic_id: uuid.UUID) -> Response:
-        body = TopicUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        topic = topic_update(
-            project=self.project, topic_id=topic_id, changes=dict(body.validated_data)
-        )
+        body = self.validated(TopicUpdateSerializer)
+        topic = topic_update(project=self.project, topic_id=topic_id, changes=body)
         return Response(TopicSerializer(topic).data)
 
     @extend_schema(responses={200: TopicSerializer}, operation_id="topics_destroy")
@@ -101,12 +97,11 @@ class ContactSubscriptionsView(ProjectView):
         operation_id="contact_subscriptions_set",
     )
     def put(self, request: Request, contact_id: uuid.UUID) -> Response:
-        body = SubscriptionsSetSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = self.validated(SubscriptionsSetSerializer)
         statuses = subscriptions_set(
             project=self.project,
             contact_id=contact_id,
-            changes=body.validated_data["topics"],
-            source=body.validated_data.get("source", SubscriptionSource.API),
+            changes=body["topics"],
+            source=body.get("source", SubscriptionSource.API),
         )
         return Response(TopicStatusSerializer(statuses, many=True).data)

@@ -31,9 +31,8 @@ class DomainListView(ProjectView):
         operation_id="domains_create",
     )
     def post(self, request: Request) -> Response:
-        body = DomainCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        domain = domain_create(project=self.project, name=body.validated_data["name"])
+        body = self.validated(DomainCreateSerializer)
+        domain = domain_create(project=self.project, name=body["name"])
         return Response(DomainSerializer(domain).data, status=201)
 
 
@@ -58,6 +57,6 @@ class DomainVerifyView(ProjectView):
         operation_id="domains_verify",
     )
     def post(self, request: Request, domain_id: uuid.UUID) -> Response:
-        DomainVerifySerializer(data=request.data).is_valid(raise_exception=True)
+        self.validated(DomainVerifySerializer)
         domain = domain_verify(project=self.project, domain_id=domain_id)
         return Response(DomainSerializer(domain).data)

@@ -60,9 +60,8 @@ class EmailListView(ProjectView):
     )
     def post(self, request: Request) -> Response:
         key = _idempotency_key(request)
-        body = EmailCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        values = body.validated_data
+        body = self.validated(EmailCreateSerializer)
+        values = body
         email, created = email_send(
             project=self.project,
             request=EmailRequest(
@@ -103,9 +102,8 @@ class TemplateTestView(ProjectView):
         operation_id="templates_test",
     )
     def post(self, request: Request, template_id: uuid.UUID) -> Response:
-        body = TemplateTestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        values = body.validated_data
+        body = self.validated(TemplateTestSerializer)
+        values = body
         email = template_test_send(
             project=self.project,
             template_id=template_id,

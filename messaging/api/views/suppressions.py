@@ -38,12 +38,11 @@ class SuppressionListView(ProjectView):
         operation_id="suppressions_create",
     )
     def post(self, request: Request) -> Response:
-        body = SuppressionCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = self.validated(SuppressionCreateSerializer)
         suppression, created = suppression_add(
             project=self.project,
-            email=body.validated_data["email"],
-            reason=body.validated_data["reason"],
+            email=body["email"],
+            reason=body["reason"],
         )
         return Response(SuppressionSerializer(suppression).data, status=201 if created else 200)
 

@@ -58,9 +58,8 @@ class TemplateListView(ProjectView):
         operation_id="templates_create",
     )
     def post(self, request: Request) -> Response:
-        body = TemplateCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        values: dict[str, Any] = dict(body.validated_data)
+        body = self.validated(TemplateCreateSerializer)
+        values: dict[str, Any] = body
         template = template_create(
             project=self.project,
             name=values.pop("name"),
@@ -84,11 +83,8 @@ class TemplateDetailView(TemplateScopedView):
         operation_id="templates_update",
     )
     def patch(self, request: Request, template_id: uuid.UUID) -> Response:
-        body = TemplateUpdateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        template = template_update(
-            project=self.project, template_id=template_id, changes=dict(body.validated_data)
-        )
+        body = self.validated(TemplateUpdateSerializer)
+        template = template_update(project=self.project, template_id=template_id, changes=body)
         return Response(TemplateSerializer(template).data)
 
     @extend_schema(responses={200: TemplateSerializer}, operation_id="templates_destroy")
@@ -130,7 +126,7 @@ class TemplatePublishView(ProjectView):
         operation_id="templates_publish",
     )
     def post(self, request: Request, template_id: uuid.UUID) -> Response:
-        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+        self.validated(EmptyBodySerializer)
         template = template_publish(project=self.project, template_id=template_id)
         return Response(TemplateSerializer(template).data)
 
@@ -142,7 +138,7 @@ class TemplateVersionRestoreView(ProjectView):
         operation_id="template_versions_restore",
     )
     def post(self, request: Request, template_id: uuid.UUID, version_id: uuid.UUID) -> Response:
-        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+        self.validated(EmptyBodySerializer)
         draft = template_version_restore(
             project=self.project, template_id=template_id, version_id=version_id
         )
@@ -160,9 +156,8 @@ class TemplatePreviewView(ProjectView):
         operation_id="templates_preview",
     )
     def post(self, request: Request, template_id: uuid.UUID) -> Response:
-        body = TemplatePreviewSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        values = body.validated_data
+        body = self.validated(TemplatePreviewSerializer)
+        values = body
         event = values.get("event")
         rendered = template_preview(
             project=self.project,

@@ -45,7 +45,7 @@ class PrepareActionView(ActionView):
     @extend_schema(request=EmptyBodySerializer, responses={200: PreparedActionOutputSerializer})
     def post(self, request: Request, id: Any, action: str) -> Response:
         operation = self.operation()
-        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+        self.validated(EmptyBodySerializer)
         prepared = prepared_action_prepare(
             project=self.project, access=self.access, operation=operation, resource_id=str(id)
         )
@@ -59,14 +59,13 @@ class ExecuteActionView(ActionView):
     )
     def post(self, request: Request, id: Any, action: str) -> Response:
         operation = self.operation()
-        body = ExecuteInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = self.validated(ExecuteInputSerializer)
         prepared = prepared_action_execute(
             project=self.project,
             access=self.access,
             operation=operation,
             resource_id=str(id),
-            prepared_action_id=str(body.validated_data["prepared_action_id"]),
-            idempotency_key=body.validated_data["idempotency_key"],
+            prepared_action_id=str(body["prepared_action_id"]),
+            idempotency_key=body["idempotency_key"],
         )
         return Response(prepared.result, status=prepared.result_status or 200)
