@@ -470,6 +470,7 @@ class WebPushStandin(_HttpStandin):
         self.subscriptions: dict[str, BrowserSubscription] = {}
         self.next_answers: deque[tuple[int, dict[str, str]]] = deque()
         self.headers_seen: list[dict[str, str]] = []
+        self.bodies: list[bytes] = []
 
     @property
     def origin(self) -> str:
@@ -494,6 +495,7 @@ class WebPushStandin(_HttpStandin):
     def handle(self, path: str, headers: Any, body: bytes) -> tuple[int, dict[str, str], bytes]:
         with self.lock:
             self.headers_seen.append({k.lower(): v for k, v in headers.items()})
+            self.bodies.append(body)
         subscription = self.subscriptions.get(path.removeprefix("/push/"))
         if subscription is None:
             return 404, {}, b""
