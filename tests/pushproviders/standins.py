@@ -163,6 +163,7 @@ class FcmStandin(_HttpStandin):
         # Device tokens FCM no longer knows, and answers to give the next sends.
         self.unregistered: set[str] = set()
         self.next_answers: deque[tuple[int, str, dict[str, str]]] = deque()
+        self.next_token_answers: deque[int] = deque()
         self.counter = itertools.count(1)
 
     @property
@@ -183,6 +184,8 @@ class FcmStandin(_HttpStandin):
         return self._send(path, headers, body)
 
     def _token(self, headers: Any, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        if self.next_token_answers:
+            return _json(self.next_token_answers.popleft(), {"error": "internal_failure"})
         if headers.get("content-type", "").split(";")[0] != "application/x-www-form-urlencoded":
             self.refuse("token request is not a form")
             return _json(400, {"error": "invalid_request"})

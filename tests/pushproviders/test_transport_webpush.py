@@ -1,6 +1,7 @@
 """Web Push against a loopback push service that checks VAPID and decrypts like a browser."""
 
 import logging
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -122,6 +123,21 @@ def test_a_failing_push_service_is_transient(transport, standin):
     error = failure(transport, subscription)
 
     assert (error.code, error.permanent) == ("webpush_unavailable", False)
+
+
+def test_a_push_service_that_does_not_answer_in_time_is_transient(settings):
+    settings.PUSH_ALLOW_HTTP = True
+    settings.PUSH_HTTP_TIMEOUT = 0.3
+    slow = transport_open(credentials())
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}/push/abc"
+        subscription = keys.subscription(endpoint)
+
+        with pytest.raises(PushSendError) as raised:
+            slow.send(PushTarget(token=endpoint, **subscription["keys"]), PAYLOAD)
+    slow.close()
+
+    assert (raised.value.code, raised.value.permanent) == ("provider_timeout", False)
 
 
 def test_a_message_the_push_service_finds_too_large_is_permanent(transport, standin):
