@@ -195,6 +195,7 @@ def test_the_pixel_is_a_gif_that_is_never_cached_and_records_the_open(
     assert response.content == PIXEL
     assert "no-store" in response["Cache-Control"]
     assert "no-cache" in response["Cache-Control"]
+    assert response["X-Robots-Tag"] == "noindex, nofollow"
     email.refresh_from_db()
     assert email.opened_at == clock()
     assert email.clicked_at is None
