@@ -12,7 +12,6 @@ import re
 import smtplib
 from dataclasses import dataclass
 from email.utils import parseaddr
-from html.parser import HTMLParser
 from typing import Any
 
 import css_inline
@@ -28,6 +27,7 @@ from config.workqueue.policy import RetryPolicy, retry_policy_for
 from config.workqueue.queue import BatchWork, WorkQueue
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
 from messaging.services.domains import DkimKey, domain_dkim_key_for
+from messaging.services.htmltools import LenientHTMLParser
 from messaging.services.tokens import unsubscribe_token
 from messaging.services.tracking import Tracking, html_tracked
 
@@ -61,7 +61,7 @@ EMAIL_QUEUE: WorkQueue[EmailDelivery] = WorkQueue(
 # --- building the message ------------------------------------------------------------------
 
 
-class _TextOf(HTMLParser):
+class _TextOf(LenientHTMLParser):
     """The readable text of an HTML part: blocks on their own lines, links with their
     address after the words, scripts and styles left out."""
 

@@ -6,10 +6,10 @@ tokenizer, not searched with patterns, and only the rewritten `<a>` start tags c
 import html
 import uuid
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 
 from django.conf import settings
 
+from messaging.services.htmltools import LenientHTMLParser
 from messaging.services.tokens import click_token, is_web_url, open_token
 
 # Longer tracked links are left as written: some clients and proxies cut URLs near 2 KB.
@@ -54,7 +54,7 @@ class _Link:
     closed: bool
 
 
-class _Scanner(HTMLParser):
+class _Scanner(LenientHTMLParser):
     """Finds the `<a href>` start tags and the last `</body>` of one document, as
     character offsets into it."""
 

@@ -5,6 +5,7 @@ import uuid
 
 from django.core import signing
 
+from messaging.services.delivery import html_to_text
 from messaging.services.tokens import (
     click_token,
     click_token_read,
@@ -177,3 +178,18 @@ def test_tampered_or_foreign_tokens_read_as_nothing():
 def test_a_click_token_never_sends_anyone_to_a_non_web_address():
     assert click_token_read(click_token(EMAIL_ID, "javascript:alert(1)")) is None
     assert click_token_read(click_token(EMAIL_ID, "//evil.example.com")) is None
+
+
+def test_a_malformed_marked_section_is_read_as_a_browser_reads_it():
+    # Python 3.11's tokenizer raises on this; browsers take `<![ ...>` as a bogus comment.
+    document = (
+        '<body><![ broken <a href="https://a.example.com">a</a>\n'
+        '<a href="https://b.example.com">b</a></body>'
+    )
+
+    result = html_tracked(document, tracking())
+
+    assert result.startswith('<body><![ broken <a href="https://a.example.com">a</a>\n<a href=')
+    assert click_target(parsed(result).anchors[-1].href) == "https://b.example.com"
+    assert result.endswith(' alt=""></body>')
+    assert html_to_text(document).strip().endswith("b (https://b.example.com)")

@@ -3,7 +3,8 @@ those links through the public pages."""
 
 from dataclasses import dataclass
 from email.message import EmailMessage
-from html.parser import HTMLParser
+
+from messaging.services.htmltools import LenientHTMLParser
 
 BASE = "https://mail.example.org"
 
@@ -14,7 +15,7 @@ class Anchor:
     attrs: dict[str, str | None]
 
 
-class _Links(HTMLParser):
+class _Links(LenientHTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.anchors: list[Anchor] = []
