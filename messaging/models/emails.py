@@ -129,6 +129,15 @@ class EmailDelivery(WorkItem):
         return f"delivery of {self.email_id}"
 
 
+class DeadLetteredEmailDelivery(EmailDelivery):
+    """The email dead-letter queue as the admin shows it: deliveries whose retries ran out."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "dead-lettered email delivery"
+        verbose_name_plural = "email dead-letter queue"
+
+
 class CapturedMessage(models.Model):
     """A message the local capture backend kept instead of sending (no `EMAIL_URL`): the
     raw bytes as an SMTP server would have received them, for the staff console."""
