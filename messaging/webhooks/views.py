@@ -2,12 +2,17 @@
 that cannot tell the ESP from anyone else is not served, a failed check answers 401, and
 every answer is the API's envelope."""
 
+import json
 import logging
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-from anymail.exceptions import AnymailInsecureWebhookWarning, AnymailWebhookValidationFailure
+from anymail.exceptions import (
+    AnymailAPIError,
+    AnymailInsecureWebhookWarning,
+    AnymailWebhookValidationFailure,
+)
 from anymail.webhooks.amazon_ses import AmazonSESTrackingWebhookView
 from anymail.webhooks.brevo import BrevoTrackingWebhookView
 from anymail.webhooks.mailersend import MailerSendTrackingWebhookView
@@ -63,6 +68,14 @@ NOT_AUTHENTICATED = (
 )
 
 
+class MalformedPayload(Exception):
+    """The body of a call is not what the ESP sends."""
+
+    def __init__(self, *, invalid_json: bool) -> None:
+        super().__init__()
+        self.invalid_json = invalid_json
+
+
 class GuardedWebhook:
     """Mixed in front of an anymail webhook view.
 
@@ -70,8 +83,9 @@ class GuardedWebhook:
     nor the ESP's signature is configured, and fails with a 500 when a required signing
     key or library is missing. Either way such a webhook is not served here (404, and a
     warning in the log): anyone could otherwise bounce or complain on any address. A
-    failed check (anymail's 400) answers 401 `unauthenticated`, and the empty 200 of an
-    accepted post the success envelope."""
+    failed check (anymail's 400) answers 401 `unauthenticated`, a body anymail cannot
+    parse 400 (not a 500, which the sender would retry), and the empty 200 of an accepted
+    post the success envelope."""
 
     refusal: str | None = None
     esp_name: str
@@ -100,9 +114,36 @@ class GuardedWebhook:
             logger.warning("A %s webhook call was refused: %s", self.esp_name, error)
             body = error_body(status=401, code="unauthenticated", message=NOT_AUTHENTICATED)
             return JsonResponse(body, status=401)
+        except MalformedPayload as error:
+            if error.invalid_json:
+                body = error_body(
+                    status=400, code="invalid_json", message="The body is not valid JSON."
+                )
+            else:
+                message = f"The body is not a {self.esp_name} tracking event."
+                body = error_body(status=400, code="validation_error", message=message)
+            return JsonResponse(body, status=400)
         if response.status_code == 200 and request.method == "POST":
             return JsonResponse({"status": 200, "data": None})
         return response
+
+    # Only anymail's own reading of the body is narrowed to a 400: a failure while an
+    # event is recorded stays a 500, so the ESP sends the event again.
+    def run_validators(self, request: HttpRequest) -> None:
+        try:
+            super().run_validators(request)  # type: ignore[misc]
+        except AnymailAPIError as error:
+            # Amazon SES checks the SNS envelope while validating.
+            raise MalformedPayload(invalid_json="Malformed" in str(error)) from error
+
+    def parse_events(self, request: HttpRequest) -> list[Any]:
+        try:
+            events: list[Any] = super().parse_events(request)  # type: ignore[misc]
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise MalformedPayload(invalid_json=True) from error
+        except (ValueError, LookupError, TypeError, AttributeError, AnymailAPIError) as error:
+            raise MalformedPayload(invalid_json=False) from error
+        return events
 
 
 def tracking_view(view_class: type[View]) -> Callable[..., HttpResponseBase]:

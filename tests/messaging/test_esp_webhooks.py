@@ -322,6 +322,24 @@ def test_a_rotated_webhook_secret_accepts_the_old_and_the_new_one(settings, clie
     assert email.status == EmailStatus.BOUNCED
 
 
+def test_an_authenticated_body_that_is_not_json_is_a_400_not_a_retry(settings, client, world):
+    settings.ANYMAIL = {"WEBHOOK_SECRET": SECRET}
+    before = snapshot()
+
+    broken = client.post(
+        "/webhooks/email/postmark",
+        '{"RecordType": "Bounce",',
+        content_type="application/json",
+        **basic_auth(SECRET),
+    )
+    anonymous = client.post("/webhooks/email/postmark", "not json", content_type="application/json")
+
+    assert broken.status_code == 400
+    assert broken.json()["error"]["code"] == "invalid_json"
+    assert anonymous.status_code == 401
+    assert snapshot() == before
+
+
 # --- Paths -------------------------------------------------------------------------------
 
 
@@ -363,9 +381,7 @@ def sendgrid_key(settings: Any) -> ec.EllipticCurvePrivateKey:
     return key
 
 
-def sendgrid_post(
-    client: Any, events: list[dict[str, Any]], *, key: ec.EllipticCurvePrivateKey
-) -> Any:
+def sendgrid_post(client: Any, events: Any, *, key: ec.EllipticCurvePrivateKey) -> Any:
     body = json.dumps(events).encode()
     timestamp = str(int(time.time()))
     signature = key.sign(timestamp.encode() + body, ec.ECDSA(hashes.SHA256()))
@@ -462,6 +478,17 @@ def test_a_sendgrid_batch_with_a_bad_signature_is_refused_and_changes_nothing(
     )
 
     assert response.status_code == 401
+    assert snapshot() == before
+
+
+def test_a_signed_sendgrid_body_that_is_not_a_list_of_events_is_a_400(client, world, sendgrid_key):
+    sent_email(world, provider_message_id="sg-7")
+    before = snapshot()
+
+    response = sendgrid_post(client, {"event": "bounce"}, key=sendgrid_key)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "validation_error"
     assert snapshot() == before
 
 
