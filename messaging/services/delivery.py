@@ -29,6 +29,7 @@ from config.workqueue.queue import BatchWork, WorkQueue
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
 from messaging.services.domains import DkimKey, domain_dkim_key_for
 from messaging.services.tokens import unsubscribe_token
+from messaging.services.tracking import Tracking, html_tracked
 
 logger = logging.getLogger(__name__)
 
@@ -161,9 +162,19 @@ def build_message(
     email: Email, *, connection: Any = None, dkim_key: DkimKey | None = None
 ) -> SignedEmail:
     """The message of an email with its headers: Message-ID, X-Email-Id, one-click
-    List-Unsubscribe; HTML with CSS inlined and a text part made when there is none."""
+    List-Unsubscribe; HTML with CSS inlined, its links tracked and the open pixel added
+    (as the project's policies say), and a text part made when there is none.
+
+    The text part keeps the original links: plain-text readers see the address itself,
+    and an opaque redirect there reads like phishing."""
     html = inline_css(email.html) if email.html else None
     text = email.text if email.text else (html_to_text(html) if html else "")
+    if html:
+        project = email.project
+        html = html_tracked(
+            html,
+            Tracking(email_id=email.id, opens=project.track_opens, clicks=project.track_clicks),
+        )
     recipient = parseaddr(email.recipients[0])[1] if email.recipients else ""
     unsubscribe = f"{settings.PUBLIC_BASE_URL}/u/{unsubscribe_token(email.id, recipient)}"
     message = SignedEmail(
