@@ -7,6 +7,7 @@ from messaging.models.emails import (
     Email,
     EmailDelivery,
     EmailStatus,
+    EspEventReceipt,
 )
 from messaging.models.suppressions import Suppression, SuppressionReason
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion, VersionState
@@ -21,6 +22,7 @@ __all__ = [
     "Email",
     "EmailDelivery",
     "EmailStatus",
+    "EspEventReceipt",
     "MessageTemplate",
     "RecordPurpose",
     "Suppression",

@@ -49,4 +49,5 @@ def esp_tracking_received(*, event: AnymailTrackingEvent, esp_name: str, **kwarg
         at=event.timestamp,
         reject_reason=event.reject_reason,
         description=event.description or event.mta_response,
+        click_url=event.click_url,
     )

@@ -15,8 +15,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from events.models import Event
-from messaging.models import Email, EmailStatus, Suppression
+from messaging.models import Email, EmailStatus, EspEventReceipt, Suppression
 from messaging.services.delivery import emails_deliver_batch
+from messaging.services.esp_events import esp_event_receipts_purge
+from messaging.tasks import purge_esp_receipts
 from tests.contacts.factories import ContactFactory
 from tests.messaging.esp_server import PostmarkStandIn, postmark_stand_in
 from tests.messaging.factories_emails import EmailFactory
@@ -338,6 +340,110 @@ def test_an_authenticated_body_that_is_not_json_is_a_400_not_a_retry(settings, c
     assert broken.json()["error"]["code"] == "invalid_json"
     assert anonymous.status_code == 401
     assert snapshot() == before
+
+
+def postmark_open(message_id: str, *, at: str = "2026-01-01T12:10:00Z") -> dict[str, Any]:
+    return {
+        "RecordType": "Open",
+        "MessageStream": "outbound",
+        "FirstOpen": True,
+        "Client": {"Name": "Chrome 120", "Company": "Google", "Family": "Chrome"},
+        "OS": {"Name": "macOS", "Company": "Apple", "Family": "macOS"},
+        "Platform": "Desktop",
+        "UserAgent": "Mozilla/5.0",
+        "ReadSeconds": 5,
+        "Geo": {},
+        "MessageID": message_id,
+        "Metadata": {},
+        "ReceivedAt": at,
+        "Tag": "",
+        "Recipient": "ada@example.net",
+    }
+
+
+def postmark_click(message_id: str) -> dict[str, Any]:
+    return {
+        "RecordType": "Click",
+        "MessageStream": "outbound",
+        "ClickLocation": "HTML",
+        "Platform": "Desktop",
+        "UserAgent": "Mozilla/5.0",
+        "OriginalLink": "https://example.com/pricing",
+        "MessageID": message_id,
+        "Metadata": {},
+        "ReceivedAt": "2026-01-01T12:11:00Z",
+        "Tag": "",
+        "Recipient": "ada@example.net",
+    }
+
+
+def test_postmark_opens_are_recorded_once_per_event_however_often_it_is_resent(
+    api, world, postmark, client
+):
+    email = delivered_through_postmark(api, world, postmark)
+
+    first = postmark_post(client, postmark_open(email.provider_message_id))
+    resent = postmark_post(client, postmark_open(email.provider_message_id))
+    later = postmark_post(
+        client, postmark_open(email.provider_message_id, at="2026-01-02T08:00:00Z")
+    )
+
+    assert first.status_code == resent.status_code == later.status_code == 200
+    email.refresh_from_db()
+    assert email.opened_at == dt.datetime(2026, 1, 1, 12, 10, tzinfo=dt.UTC)
+    assert email.status == EmailStatus.SENT
+    opens = system_events("mail.open")
+    assert [(e.payload["source"], e.payload["first"]) for e in opens] == [
+        ("esp", True),
+        ("esp", False),
+    ]
+    assert opens[0].payload["email_id"] == str(email.pk)
+    assert opens[0].contact_id == email.contact_id
+
+
+def test_a_postmark_click_records_the_click_and_the_open_it_implies(api, world, postmark, client):
+    email = delivered_through_postmark(api, world, postmark)
+
+    postmark_post(client, postmark_click(email.provider_message_id))
+    postmark_post(client, postmark_click(email.provider_message_id))
+
+    email.refresh_from_db()
+    assert email.clicked_at == email.opened_at == dt.datetime(2026, 1, 1, 12, 11, tzinfo=dt.UTC)
+    [click] = system_events("mail.click")
+    assert click.payload["url"] == "https://example.com/pricing"
+    assert click.payload["source"] == "esp"
+    [opened] = system_events("mail.open")
+    assert opened.payload["source"] == "click"
+
+
+def test_an_unsubscribe_reported_by_the_esp_suppresses_the_address_once(
+    api, world, postmark, client
+):
+    email = delivered_through_postmark(api, world, postmark)
+    change = {
+        "RecordType": "SubscriptionChange",
+        "MessageID": email.provider_message_id,
+        "ServerID": 23,
+        "MessageStream": "outbound",
+        "ChangedAt": "2026-01-01T12:12:00Z",
+        "Recipient": "ada@example.net",
+        "Origin": "Recipient",
+        "SuppressSending": True,
+        "SuppressionReason": "ManualSuppression",
+        "Tag": "",
+        "Metadata": {},
+    }
+
+    postmark_post(client, change)
+    postmark_post(client, change)
+
+    assert list(Suppression.objects.values_list("email", "reason")) == [
+        ("ada@example.net", "unsubscribe")
+    ]
+    [event] = system_events("mail.unsubscribe")
+    assert event.payload["source"] == "esp"
+    email.refresh_from_db()
+    assert email.status == EmailStatus.SENT
 
 
 # --- Paths -------------------------------------------------------------------------------
@@ -664,3 +770,20 @@ def test_the_amazon_ses_webhook_without_boto3_is_not_served(settings, client):
     )
 
     assert response.status_code == 404
+
+
+# --- Receipts of opens and clicks --------------------------------------------------------
+
+
+def test_receipts_older_than_a_week_are_purged_in_batches(clock):
+    for days in (8, 9, 10):
+        clock.set(dt.datetime(2026, 1, 20, tzinfo=dt.UTC) - dt.timedelta(days=days))
+        EspEventReceipt.objects.create(fingerprint=f"old-{days}")
+    clock.set(dt.datetime(2026, 1, 14, tzinfo=dt.UTC))
+    EspEventReceipt.objects.create(fingerprint="recent")
+    clock.set(dt.datetime(2026, 1, 20, tzinfo=dt.UTC))
+
+    assert esp_event_receipts_purge(batch_size=1, max_rows=2) == 2
+    assert purge_esp_receipts() == 1
+
+    assert list(EspEventReceipt.objects.values_list("fingerprint", flat=True)) == ["recent"]
