@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from django.test import Client
 
 from events.models import Event
 from messaging.models import Email, EmailStatus, EspEventReceipt, Suppression
@@ -298,6 +299,17 @@ def test_postmark_events_without_the_webhook_secret_are_refused_and_change_nothi
         assert response.status_code == 401
         assert response.json()["error"]["code"] == "unauthenticated"
     assert snapshot() == before
+
+
+def test_webhooks_need_no_csrf_token(api, world, postmark):
+    email = delivered_through_postmark(api, world, postmark)
+    strict = Client(enforce_csrf_checks=True)
+
+    response = postmark_post(strict, postmark_delivery(email.provider_message_id))
+
+    assert response.status_code == 200
+    email.refresh_from_db()
+    assert email.status == EmailStatus.DELIVERED
 
 
 def test_a_webhook_that_cannot_authenticate_its_caller_is_not_served(settings, client, world):
