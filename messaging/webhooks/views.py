@@ -133,8 +133,8 @@ class GuardedWebhook:
         try:
             super().run_validators(request)  # type: ignore[misc]
         except AnymailAPIError as error:
-            # Amazon SES checks the SNS envelope while validating.
-            raise MalformedPayload(invalid_json="Malformed" in str(error)) from error
+            # Amazon SES reads the SNS envelope while validating (a JSON error is the cause).
+            raise MalformedPayload(invalid_json=isinstance(error.__cause__, ValueError)) from error
 
     def parse_events(self, request: HttpRequest) -> list[Any]:
         try:
