@@ -168,9 +168,10 @@ def _issues_of(error: SchemaError, prefix: str) -> Iterator[Issue]:
     elif keyword == "unevaluatedProperties" and isinstance(instance, dict):
         # Only steps use it. Members are judged against the step's type; a step whose type
         # is unknown is reported at `type` alone.
-        members = STEP_MEMBERS.get(instance.get("type"))  # type: ignore[arg-type]
-        for name in instance if members is not None else ():
-            if name not in members:  # type: ignore[operator]
+        step_type = instance.get("type")
+        members = STEP_MEMBERS.get(step_type) if isinstance(step_type, str) else None
+        for name in instance:
+            if members is not None and name not in members:
                 yield Issue(
                     "unknown_member",
                     _joined(prefix, [*where, name]),

@@ -448,3 +448,16 @@ def test_durations_in_weeks_days_hours_minutes_and_seconds_parse(text, seconds):
 )
 def test_other_durations_do_not_parse(text):
     assert parse_duration(text) is None
+
+
+@pytest.mark.parametrize("step_type", [["wait"], {"t": 1}, None, 3])
+def test_a_step_type_that_is_not_a_string_is_reported_at_type(automations, step_type):
+    definition = changed(lambda d: step(d, "wait_a_day").update(type=step_type))
+
+    assert refused(automations, definition) == [("definition.steps.1.type", "invalid_choice")]
+
+
+def test_a_duration_with_thousands_of_digits_is_refused_not_failed(automations):
+    definition = changed(lambda d: step(d, "wait_a_day").update(duration=f"P{'9' * 5000}D"))
+
+    assert refused(automations, definition) == [("definition.steps.1.duration", "invalid_duration")]
