@@ -33,6 +33,7 @@ urlpatterns = [
     path("", include("messaging.public.urls")),
     # ESP tracking webhooks (/webhooks/email/<esp>).
     path("", include("messaging.webhooks.urls")),
+    path("", include("automations.api.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "contacts.topics",
     "messaging",
     "pushproviders",
+    "automations",
 ]
 
 MIDDLEWARE = [
@@ -180,6 +181,16 @@ SPECTACULAR_SETTINGS = {
         "PushProviderStatusEnum": "pushproviders.models.ProviderStatus",
         "PushPlatformEnum": "pushproviders.models.Platform",
         "ApnsEnvironmentEnum": "pushproviders.models.ApnsEnvironment",
+        "PropertyTypeEnum": "contacts.audiences.models.PropertyType",
+        "AutomationStatusEnum": "automations.models.AutomationStatus",
+        "AutomationVersionStateEnum": "automations.models.AutomationVersionState",
+        "RunStatusEnum": "automations.models.RunStatus",
+        "RunStepTypeEnum": "automations.models.StepType",
+        "RunStepStatusEnum": "automations.models.StepStatus",
+        "RunWaitStatusEnum": "automations.models.WaitStatus",
+        "ExecutionModeEnum": "automations.models.ExecutionMode",
+        "TerminalReasonEnum": "automations.models.TerminalReason",
+        "ResolvedIdentityTypeEnum": "automations.models.IdentityType",
     },
 }
 

@@ -32,7 +32,7 @@ def prepared_action_prepare(
 ) -> PreparedAction:
     """Records what executing `operation` on the resource would do, valid for the project's TTL."""
     if effects is None:
-        effects = operation.effects(project=project, resource_id=resource_id, access=access)
+        effects = operation.describe(project=project, resource_id=resource_id, access=access)
     return PreparedAction.objects.create(
         project=project,
         operation=operation.name,
@@ -77,7 +77,7 @@ def prepared_action_execute(
         raise Conflict("This prepared action was already executed with another idempotency key.")
     if prepared.status == PreparedActionStatus.EXPIRED or clock.now() >= prepared.expires_at:
         raise PreparedActionExpired()
-    status, data = operation.execute(
+    status, data = operation.perform(
         project=project, resource_id=resource_id, access=access, prepared=prepared
     )
     prepared.status = PreparedActionStatus.EXECUTED

@@ -26,6 +26,12 @@ from django_celery_beat.models import (
 
 from events.models import Event, EventStatus, EventType
 from messaging.models import EmailDelivery
+from tests.automations.factories import (
+    AutomationFactory,
+    AutomationRunFactory,
+    RunStepFactory,
+    RunWaitFactory,
+)
 from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
@@ -120,6 +126,10 @@ def console_rows(world):
     CapturedMessageFactory(email=email)
     provider = PushProviderFactory(app__project=world.project)
     PushInstallationFactory(app=provider.app, contact=contact)
+    automation = AutomationFactory(project=world.project, published=True)
+    run = AutomationRunFactory(automation=automation, contact=contact, waiting=True)
+    RunStepFactory(run=run, email=email)
+    RunWaitFactory(run=run)
     return world
 
 

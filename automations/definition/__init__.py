@@ -1,0 +1,1 @@
+"""The automation definition: its published JSON Schema and the checks beyond it."""
