@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from config import secrets
 from pushproviders import credentials
 from pushproviders.credentials import CredentialInvalid, ServiceAccount
-from pushproviders.models import ApnsEnvironment, Platform, PushProvider
+from pushproviders.models import ApnsEnvironment, Platform, ProviderStatus, PushProvider
 
 # The settings each platform needs, in the order `readiness.missing` lists them.
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -158,3 +158,32 @@ def provider_credentials(provider: PushProvider) -> Credentials | None:
         private_key=str(values["web_vapid_private_key"]),
         subject=provider.web_vapid_subject,
     )
+
+
+@dataclass(frozen=True)
+class SendProblem:
+    """Why an installation of a platform cannot be sent to now (kept on its delivery)."""
+
+    code: str
+    message: str
+
+
+def provider_send_problem(provider: PushProvider | None, *, platform: str) -> SendProblem | None:
+    """None when `provider` may send (it exists, is active and ready); otherwise why not.
+    A disabled or unready provider sends nothing and leaves its installations active."""
+    if provider is None:
+        return SendProblem(code="provider_missing", message=f"The app has no {platform} provider.")
+    if provider.status == ProviderStatus.DISABLED:
+        return SendProblem(
+            code="provider_disabled", message=f"The app's {platform} provider is disabled."
+        )
+    readiness = provider_readiness(provider)
+    if not readiness.ready:
+        return SendProblem(
+            code="provider_not_ready",
+            message=(
+                f"The app's {platform} provider is not ready: missing "
+                f"{', '.join(readiness.missing)}."
+            ),
+        )
+    return None

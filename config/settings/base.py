@@ -249,6 +249,13 @@ EMAIL_LEASE_SECONDS = env.float("EMAIL_LEASE_SECONDS", default=120.0)
 # http and loopback through, for tests against local stand-ins only.
 PUSH_ALLOW_HTTP = env.bool("PUSH_ALLOW_HTTP", default=False)
 
+# Push sending: deliveries one worker claims (sent over one connection per provider),
+# the lease on them, and how many accepted notifications are recorded together (a worker
+# killed mid-batch resends at most that many).
+PUSH_CLAIM_BATCH_SIZE = env.int("PUSH_CLAIM_BATCH_SIZE", default=100)
+PUSH_LEASE_SECONDS = env.float("PUSH_LEASE_SECONDS", default=120.0)
+PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
+
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
