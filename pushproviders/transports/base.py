@@ -4,7 +4,9 @@ A transport is one reused connection to one provider with one set of credentials
 sending pipeline opens it for a batch, calls `send` per installation and closes it.
 """
 
+import time
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from typing import Protocol
 
 from config.workqueue.errors import WorkError
@@ -59,6 +61,36 @@ class PushSendError(WorkError):
         super().__init__(message, code=code, permanent=permanent or invalid_token)
         self.invalid_token = invalid_token
         self.retry_after = retry_after
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A Retry-After header (seconds or an HTTP date) as seconds from now, or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def transient(code: str, message: str, retry_after: str | None = None) -> PushSendError:
+    return PushSendError(
+        message, code=code, permanent=False, retry_after=retry_after_seconds(retry_after)
+    )
+
+
+def permanent(code: str, message: str) -> PushSendError:
+    return PushSendError(message, code=code, permanent=True)
+
+
+def invalid_token(code: str, message: str) -> PushSendError:
+    return PushSendError(message, code=code, permanent=True, invalid_token=True)
 
 
 class PushTransport(Protocol):
