@@ -38,7 +38,7 @@ from pushproviders.models import (
     PushMessageStatus,
     PushProvider,
 )
-from pushproviders.readiness import provider_credentials, provider_send_problem
+from pushproviders.readiness import provider_send_problem, provider_send_state
 from pushproviders.transports import (
     PushPayload,
     PushTarget,
@@ -291,7 +291,7 @@ def _open(provider: PushProvider | None, platform: str) -> PushTransport | WorkE
     if problem is not None:
         return WorkError(problem.message, code=problem.code, permanent=True)
     assert provider is not None
-    credentials = provider_credentials(provider)
+    credentials = provider_send_state(provider).credentials
     if credentials is None:
         return WorkError(
             f"The app's {platform} provider is not ready.",
