@@ -163,6 +163,7 @@ class FcmStandin(_HttpStandin):
         # Device tokens FCM no longer knows, and answers to give the next sends.
         self.unregistered: set[str] = set()
         self.next_answers: deque[tuple[int, str, dict[str, str]]] = deque()
+        self.next_token_answers: deque[int] = deque()
         self.counter = itertools.count(1)
 
     @property
@@ -183,6 +184,8 @@ class FcmStandin(_HttpStandin):
         return self._send(path, headers, body)
 
     def _token(self, headers: Any, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        if self.next_token_answers:
+            return _json(self.next_token_answers.popleft(), {"error": "internal_failure"})
         if headers.get("content-type", "").split(";")[0] != "application/x-www-form-urlencoded":
             self.refuse("token request is not a form")
             return _json(400, {"error": "invalid_request"})
@@ -470,6 +473,7 @@ class WebPushStandin(_HttpStandin):
         self.subscriptions: dict[str, BrowserSubscription] = {}
         self.next_answers: deque[tuple[int, dict[str, str]]] = deque()
         self.headers_seen: list[dict[str, str]] = []
+        self.bodies: list[bytes] = []
 
     @property
     def origin(self) -> str:
@@ -494,6 +498,7 @@ class WebPushStandin(_HttpStandin):
     def handle(self, path: str, headers: Any, body: bytes) -> tuple[int, dict[str, str], bytes]:
         with self.lock:
             self.headers_seen.append({k.lower(): v for k, v in headers.items()})
+            self.bodies.append(body)
         subscription = self.subscriptions.get(path.removeprefix("/push/"))
         if subscription is None:
             return 404, {}, b""

@@ -151,6 +151,15 @@ def test_an_exceeded_quota_is_transient(transport, standin):
     assert (error.code, error.permanent) == ("fcm_throttled", False)
 
 
+def test_a_failing_token_endpoint_is_transient(transport, standin):
+    standin.next_token_answers.append(503)
+
+    error = failure(transport)
+
+    assert (error.code, error.permanent) == ("fcm_token_unavailable", False)
+    assert transport.send(PushTarget(token=DEVICE), PAYLOAD)
+
+
 def test_a_refused_message_is_permanent_without_touching_the_token(transport, standin):
     standin.fail_next(403, "PERMISSION_DENIED")
 
