@@ -40,7 +40,11 @@ from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
-from tests.pushproviders.factories import PushInstallationFactory, PushProviderFactory
+from tests.pushproviders.factories import (
+    PushDeliveryFactory,
+    PushInstallationFactory,
+    PushProviderFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -130,6 +134,7 @@ def console_rows(world):
     run = AutomationRunFactory(automation=automation, contact=contact, waiting=True)
     RunStepFactory(run=run, email=email)
     RunWaitFactory(run=run)
+    PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
     return world
 
 
@@ -190,6 +195,7 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("contacts.Contact", "soft_delete"),
         ("events.DeadLetteredEvent", "requeue"),
         ("messaging.DeadLetteredEmailDelivery", "requeue"),
+        ("pushproviders.PushDelivery", "requeue"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
         ("django_celery_beat.PeriodicTask", "disable_tasks"),
         ("django_celery_beat.PeriodicTask", "toggle_tasks"),
