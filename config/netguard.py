@@ -23,6 +23,10 @@ class UrlRefused(ValueError):
     of the service's own network."""
 
 
+class UrlUnresolved(UrlRefused):
+    """The host has no address right now: unlike the other refusals, this may pass later."""
+
+
 @dataclass(frozen=True)
 class CheckedUrl:
     """A URL that passed the check, with the addresses its host resolved to."""
@@ -87,9 +91,9 @@ def url_checked(url: str, *, allow_loopback_http: bool = False) -> CheckedUrl:
     try:
         resolved = _resolver(host, port)
     except (OSError, UnicodeError, ValueError):
-        raise UrlRefused("The host does not resolve.") from None
+        raise UrlUnresolved("The host does not resolve.") from None
     if not resolved:
-        raise UrlRefused("The host does not resolve.")
+        raise UrlUnresolved("The host does not resolve.")
     for text in resolved:
         address = _address(text)
         if address_is_public(address):

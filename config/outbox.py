@@ -7,6 +7,8 @@ change it reports does (a rolled-back change leaves no event). Deciding whether 
 changed, and so whether there is an event at all, stays with the caller."""
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
@@ -16,17 +18,19 @@ from django.utils.module_loading import import_string
 from config.hooks import dotted_path
 
 
+@dataclass(frozen=True)
+class SystemEvent:
+    """One system event to record: its payload and the contact it is about, with that
+    contact's email and external id as they are now."""
+
+    payload: dict[str, Any]
+    contact_id: uuid.UUID | None = None
+    email: str | None = None
+    external_id: str | None = None
+
+
 class SystemEventWriter(Protocol):
-    def __call__(
-        self,
-        *,
-        project: Any,
-        name: str,
-        payload: dict[str, Any],
-        contact_id: uuid.UUID | None,
-        email: str | None,
-        external_id: str | None,
-    ) -> object: ...
+    def __call__(self, *, project: Any, name: str, events: Sequence[SystemEvent]) -> object: ...
 
 
 # The writer's import path, and the writer once imported.
@@ -64,7 +68,23 @@ def system_event_emit(
 
     Without a registered writer this raises rather than drop the event: the caller's
     transaction then rolls back, so no change goes unreported."""
+    system_events_emit(
+        project=project,
+        name=name,
+        events=[
+            SystemEvent(
+                payload=payload, contact_id=contact_id, email=email, external_id=external_id
+            )
+        ],
+    )
+
+
+def system_events_emit(*, project: models.Model, name: str, events: Sequence[SystemEvent]) -> None:
+    """Records several `sendrealm.<name>` events of one project at once (one statement
+    where the writer can), in the caller's transaction, as `system_event_emit` does one."""
     global _writer
+    if not events:
+        return
     if _writer is None and _writer_path is not None:
         _writer = import_string(_writer_path)
     if _writer is None:
@@ -72,11 +92,4 @@ def system_event_emit(
             f"No system event writer is registered (is the events app installed?); "
             f"`sendrealm.{name}` cannot be recorded."
         )
-    _writer(
-        project=project,
-        name=name,
-        payload=payload,
-        contact_id=contact_id,
-        email=email,
-        external_id=external_id,
-    )
+    _writer(project=project, name=name, events=events)

@@ -3,6 +3,7 @@
 import enum
 import json
 import uuid
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -12,7 +13,7 @@ from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked, stored_json_issues
 from config.models import model_update
-from config.outbox import system_event_emit
+from config.outbox import SystemEvent, system_event_emit, system_events_emit
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.hooks import contact_deleted_handlers
 from contacts.models import Contact
@@ -87,16 +88,17 @@ def contact_event_emit(
     )
 
 
+def _identity_payload(contact: Contact) -> dict[str, Any]:
+    return {
+        "contact_id": str(contact.id),
+        "email": contact.email,
+        "external_id": contact.external_id,
+    }
+
+
 def _emit(project: Project, name: str, contact: Contact) -> None:
     contact_event_emit(
-        project=project,
-        name=name,
-        contact=contact,
-        payload={
-            "contact_id": str(contact.id),
-            "email": contact.email,
-            "external_id": contact.external_id,
-        },
+        project=project, name=name, contact=contact, payload=_identity_payload(contact)
     )
 
 
@@ -260,6 +262,91 @@ def _upsert_portable(
             _emit(project, "contact.created", contact)
             return contact, True
     raise Conflict("The contact changed too often to upsert; try again.")
+
+
+# Many new contacts in one statement. DO NOTHING without a target skips a row that any
+# unique index refuses (an email or external id taken by a contact that exists or that a
+# concurrent transaction just made); the caller resolves those one by one.
+_CREATE_MISSING_SQL = """
+INSERT INTO contacts_contact
+    (id, project_id, email, external_id, fields, created_at, updated_at, deleted_at)
+SELECT u.id, %(project_id)s, u.email, u.external_id, '{}'::jsonb, %(now)s, %(now)s, NULL
+FROM unnest(%(ids)s::uuid[], %(emails)s::varchar[], %(external_ids)s::varchar[])
+    AS u(id, email, external_id)
+ON CONFLICT DO NOTHING
+RETURNING id, email, external_id
+"""
+
+
+def contacts_create_missing(
+    *, project: Project, identities: Sequence[tuple[str, str | None]]
+) -> list[Contact]:
+    """Creates, in one statement, an active contact for each `(email, external_id)` whose
+    email and external id no active contact holds, and records their
+    `sendrealm.contact.created` events in one more; returns the contacts it created.
+
+    Identities it leaves out (invalid, taken, or repeated) are for `contact_upsert`, which
+    says why. On databases other than PostgreSQL it creates nothing: the caller's
+    one-by-one path does the work there."""
+    if connection.vendor != "postgresql" or not identities:
+        return []
+    emails: dict[str, str | None] = {}
+    external_ids: set[str] = set()
+    for email, external_id in identities:
+        try:
+            normalised = email_normalised(project=project, email=email)
+            _check_external_id(external_id)
+        except ValidationFailed:
+            continue
+        if normalised in emails or (external_id is not None and external_id in external_ids):
+            continue
+        emails[normalised] = external_id
+        if external_id is not None:
+            external_ids.add(external_id)
+    if not emails:
+        return []
+    now = clock.now()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            _CREATE_MISSING_SQL,
+            {
+                "project_id": project.id,
+                "now": now,
+                "ids": [uuid.uuid4() for _ in emails],
+                "emails": list(emails),
+                "external_ids": list(emails.values()),
+            },
+        )
+        created = [
+            Contact(
+                id=contact_id,
+                project=project,
+                email=email,
+                external_id=external_id,
+                fields={},
+                created_at=now,
+                updated_at=now,
+                deleted_at=None,
+            )
+            for contact_id, email, external_id in cursor.fetchall()
+        ]
+        for contact in created:
+            contact._state.adding = False
+            contact._state.db = connection.alias
+        system_events_emit(
+            project=project,
+            name="contact.created",
+            events=[
+                SystemEvent(
+                    payload=_identity_payload(contact),
+                    contact_id=contact.id,
+                    email=contact.email,
+                    external_id=contact.external_id,
+                )
+                for contact in created
+            ],
+        )
+    return created
 
 
 def contact_update(

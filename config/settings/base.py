@@ -259,6 +259,13 @@ EMAIL_LEASE_SECONDS = env.float("EMAIL_LEASE_SECONDS", default=120.0)
 # token_uri) must be https to public addresses (config/netguard.py); on, this also lets
 # http and loopback through, for tests against local stand-ins only.
 PUSH_ALLOW_HTTP = env.bool("PUSH_ALLOW_HTTP", default=False)
+# Where push goes: FCM's HTTP v1 API, and APNs (empty: by the provider's apns_environment,
+# api.push.apple.com or api.sandbox.push.apple.com). Settings so tests can use loopback
+# stand-ins; they pass the same URL guard as users' URLs.
+PUSH_FCM_BASE_URL = env.str("PUSH_FCM_BASE_URL", default="https://fcm.googleapis.com").rstrip("/")
+PUSH_APNS_BASE_URL = env.str("PUSH_APNS_BASE_URL", default="").rstrip("/")
+# Seconds for each connect, read and write of a push provider request.
+PUSH_HTTP_TIMEOUT = env.float("PUSH_HTTP_TIMEOUT", default=10.0)
 
 LOGGING: dict[str, Any] = {
     "version": 1,
@@ -280,5 +287,12 @@ LOGGING: dict[str, Any] = {
         # dropped: its records reach the root handlers instead.
         "django": {"level": "INFO"},
         "django.request": {"level": "ERROR"},
+        # HTTP clients log request lines with the URL (APNs device tokens, Web Push
+        # subscription endpoints) and, in frame traces, the authorization headers: only
+        # their warnings are kept.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+        "hpack": {"level": "WARNING"},
+        "h2": {"level": "WARNING"},
     },
 }

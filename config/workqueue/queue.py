@@ -69,6 +69,12 @@ class BatchWork(Generic[T]):
     def begin(self, items: list[T]) -> None:
         """Loads what the batch needs, once, before its first item runs."""
 
+    def begin_together(self, items: list[T]) -> None:
+        """Writes made for every item at once when the batch runs in one savepoint (a bulk
+        insert instead of one per item). They roll back with the savepoint when an item
+        fails, and the batch redone item by item does not make them: each item's `run`
+        must then do its own share."""
+
     def run(self, item: T) -> None:
         """Works one item inside the batch's transaction; raising fails the attempt and
         rolls back what it wrote (`WorkError` says whether a retry can help)."""
@@ -305,6 +311,7 @@ class WorkQueue(Generic[T]):
         try:
             with transaction.atomic():
                 work.begin(items)
+                work.begin_together(items)
                 for item in items:
                     work.run(item)
                     work.kept(item)

@@ -20,7 +20,7 @@ from django.db.models import Q
 from config import clock
 from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact
-from contacts.services import contact_upsert
+from contacts.services import contact_upsert, contacts_create_missing
 from events.errors import ContactNotFound, UnknownContactId
 from events.hooks import event_handlers
 from events.models import Event, EventSource
@@ -60,6 +60,9 @@ class _EventWork(BatchWork[Event]):
     def begin(self, items: list[Event]) -> None:
         self.contacts = ContactIndex.load(items)
         self.handlers = event_handlers()
+
+    def begin_together(self, items: list[Event]) -> None:
+        self.contacts.create_missing(items)
 
     def run(self, item: Event) -> None:
         contact = _resolve_contact(item, self.contacts)
@@ -128,6 +131,19 @@ class ContactIndex:
             )
         return cls(list(Contact.objects.filter(match, deleted_at__isnull=True)))
 
+    def create_missing(self, events: list[Event]) -> None:
+        """Creates in bulk the contacts that events of the batch would each create one by
+        one (an email no active contact has), and indexes them. Run inside the batch's
+        transaction: when the batch is redone item by item they are made again."""
+        wanted: dict[Any, tuple[Any, list[tuple[str, str | None]]]] = {}
+        for event in events:
+            identity = _new_identity(event, self)
+            if identity is not None:
+                wanted.setdefault(event.project_id, (event.project, []))[1].append(identity)
+        for project, identities in wanted.values():
+            for contact in contacts_create_missing(project=project, identities=identities):
+                self._add(contact)
+
     def _add(self, contact: Contact) -> None:
         self._by[("id", contact.project_id, contact.id)] = contact
         if contact.external_id:
@@ -148,6 +164,21 @@ class ContactIndex:
 
     def forget_pending(self) -> None:
         self._pending.clear()
+
+
+def _new_identity(event: Event, contacts: ContactIndex) -> tuple[str, str | None] | None:
+    """The `(email, external_id)` of the contact `_resolve_contact` would create for the
+    event, or None when it would find one (or fail)."""
+    project_id = event.project_id
+    if event.source == EventSource.SYSTEM or not event.email:
+        return None
+    if event.contact_ref is not None and contacts.get("id", project_id, event.contact_ref):
+        return None
+    if event.external_id and contacts.get("external_id", project_id, event.external_id):
+        return None
+    if contacts.get("email", project_id, event.email) is not None:
+        return None
+    return event.email, event.external_id
 
 
 def _resolve_contact(event: Event, contacts: ContactIndex) -> Contact | None:

@@ -28,12 +28,21 @@ class EmailAdmin(ReadOnlyModelAdmin):
     """Read-only: emails are sent through the API; their state comes from delivery and
     tracking."""
 
-    list_display = ["subject", "status", "from_email", "project", "created_at", "sent_at"]
+    list_display = [
+        "subject",
+        "status",
+        "from_email",
+        "project",
+        "created_at",
+        "sent_at",
+        "opened_at",
+        "clicked_at",
+    ]
     list_filter = ["status"]
     list_select_related = ["project"]
     search_fields = ["=id", "=message_id"]
     search_help_text = "Email id or Message-ID (exact)."
-    raw_id_fields = ["project", "template", "template_version", "contact"]
+    raw_id_fields = ["project", "template", "template_version", "contact", "topic"]
     readonly_fields = (
         "id",
         "project",
@@ -49,6 +58,7 @@ class EmailAdmin(ReadOnlyModelAdmin):
         "template",
         "template_version",
         "contact",
+        "topic",
         "message_id",
         "provider_message_id",
         "last_error",

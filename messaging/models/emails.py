@@ -53,10 +53,15 @@ class Email(models.Model):
     contact = models.ForeignKey(
         "contacts.Contact", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
     )
+    # The topic the message is about (campaigns to a topic set it). Its unsubscribe link
+    # takes the contact off this topic; without one the address is suppressed instead.
+    topic = models.ForeignKey(
+        "topics.Topic", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+    )
 
-    # --- Lifecycle. Delivery sets `sent`/`failed`; tracking (ESP webhooks, the open
-    # pixel, click redirects) sets `delivered`, `bounced`, `complained` and the matching
-    # timestamps with conditional updates. ---
+    # --- Lifecycle. Delivery sets `sent`/`failed`; ESP webhooks set `delivered`,
+    # `bounced`, `complained`; tracking (the open pixel, click redirects, ESP-reported
+    # opens and clicks) sets `opened_at` and `clicked_at`; all with conditional updates. ---
     status = models.CharField(
         max_length=16, choices=EmailStatus.choices, default=EmailStatus.QUEUED
     )
@@ -70,7 +75,8 @@ class Email(models.Model):
     created_at = models.DateTimeField(default=clock.now, editable=False)
     sent_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
-    # First open and first click (later ones emit events but keep the first time).
+    # First open and first click (later ones emit events but keep the first time; a
+    # click also sets `opened_at` when it is unset).
     opened_at = models.DateTimeField(null=True, blank=True)
     clicked_at = models.DateTimeField(null=True, blank=True)
     bounced_at = models.DateTimeField(null=True, blank=True)

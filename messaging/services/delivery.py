@@ -12,7 +12,6 @@ import re
 import smtplib
 from dataclasses import dataclass
 from email.utils import parseaddr
-from html.parser import HTMLParser
 from typing import Any
 
 import css_inline
@@ -28,7 +27,9 @@ from config.workqueue.policy import RetryPolicy, retry_policy_for
 from config.workqueue.queue import BatchWork, WorkQueue
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
 from messaging.services.domains import DkimKey, domain_dkim_key_for
+from messaging.services.htmltools import LenientHTMLParser
 from messaging.services.tokens import unsubscribe_token
+from messaging.services.tracking import Tracking, html_tracked
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ EMAIL_QUEUE: WorkQueue[EmailDelivery] = WorkQueue(
 # --- building the message ------------------------------------------------------------------
 
 
-class _TextOf(HTMLParser):
+class _TextOf(LenientHTMLParser):
     """The readable text of an HTML part: blocks on their own lines, links with their
     address after the words, scripts and styles left out."""
 
@@ -161,9 +162,19 @@ def build_message(
     email: Email, *, connection: Any = None, dkim_key: DkimKey | None = None
 ) -> SignedEmail:
     """The message of an email with its headers: Message-ID, X-Email-Id, one-click
-    List-Unsubscribe; HTML with CSS inlined and a text part made when there is none."""
+    List-Unsubscribe; HTML with CSS inlined, its links tracked and the open pixel added
+    (as the project's policies say), and a text part made when there is none.
+
+    The text part keeps the original links: plain-text readers see the address itself,
+    and an opaque redirect there reads like phishing."""
     html = inline_css(email.html) if email.html else None
     text = email.text if email.text else (html_to_text(html) if html else "")
+    if html:
+        project = email.project
+        html = html_tracked(
+            html,
+            Tracking(email_id=email.id, opens=project.track_opens, clicks=project.track_clicks),
+        )
     recipient = parseaddr(email.recipients[0])[1] if email.recipients else ""
     unsubscribe = f"{settings.PUBLIC_BASE_URL}/u/{unsubscribe_token(email.id, recipient)}"
     message = SignedEmail(

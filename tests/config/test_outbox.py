@@ -10,16 +10,16 @@ from config import outbox
 from contacts.models import Contact
 from contacts.services import contact_update, contact_upsert
 from events.models import Event
-from events.services.system import emit_system_event
+from events.services.system import emit_system_events
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def no_writer() -> Iterator[None]:
-    outbox.unregister_system_event_writer(emit_system_event)
+    outbox.unregister_system_event_writer(emit_system_events)
     yield
-    outbox.register_system_event_writer(emit_system_event)
+    outbox.register_system_event_writer(emit_system_events)
 
 
 def test_the_events_app_writes_the_event_with_the_contacts_identity(world):
@@ -51,12 +51,12 @@ def test_a_change_without_a_writer_fails_loudly_and_leaves_nothing(world, no_wri
 
 def test_a_no_op_needs_no_writer(world):
     contact, _ = contact_upsert(project=world.project, email="a@example.com", fields={"a": 1})
-    outbox.unregister_system_event_writer(emit_system_event)
+    outbox.unregister_system_event_writer(emit_system_events)
     try:
         contact_upsert(project=world.project, email="a@example.com", fields={"a": 1})
         contact_update(project=world.project, contact_id=contact.id, fields={"a": 1})
     finally:
-        outbox.register_system_event_writer(emit_system_event)
+        outbox.register_system_event_writer(emit_system_events)
     assert Event.objects.count() == 1
 
 
@@ -66,4 +66,4 @@ def test_a_second_writer_is_refused():
 
     with pytest.raises(ImproperlyConfigured):
         outbox.register_system_event_writer(another_writer)  # type: ignore[arg-type]
-    outbox.register_system_event_writer(emit_system_event)
+    outbox.register_system_event_writer(emit_system_events)

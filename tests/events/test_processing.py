@@ -261,6 +261,63 @@ def test_a_batch_resolves_its_contacts_in_a_fixed_number_of_statements(world, cl
     assert statements(events_process_batch) == few
 
 
+@postgresql_only("contacts are created in bulk with INSERT ... FROM unnest")
+def test_a_batch_creates_its_new_contacts_in_a_fixed_number_of_statements(world, clock):
+    ingest(world, email="n0@example.com")
+    ingest(world, email="n1@example.com")
+    few = statements(events_process_batch)
+    drain()  # the contact.created events
+    for i in range(2, 40):
+        ingest(world, email=f"n{i}@example.com")
+    assert statements(events_process_batch) == few
+    assert Contact.objects.filter(project=world.project).count() == 40
+    created = Event.objects.filter(event="sendrealm.contact.created")
+    assert created.count() == 40
+    assert {event.email for event in created} == {f"n{i}@example.com" for i in range(40)}
+    assert all(event.payload["contact_id"] == str(event.contact_id) for event in created)
+
+
+def test_a_new_email_whose_external_id_another_contact_holds_fails_alone(world, clock):
+    holder, _ = contact_upsert(project=world.project, email="holder@example.com")
+    contact_upsert(project=world.project, email="holder@example.com", external_id="crm-9")
+    drain()
+    first = ingest(world, email="fresh1@example.com")
+    clock.advance(seconds=1)
+    taken = ingest(world, email="fresh2@example.com", external_id="crm-9")
+    clock.advance(seconds=1)
+    third = ingest(world, email="fresh3@example.com", external_id="crm-10")
+    outcome = events_process_batch()
+    # crm-9 resolves to its holder (external id before email), so nothing is refused.
+    assert set(outcome.processed) == {first.id, taken.id, third.id}
+    taken.refresh_from_db()
+    assert taken.contact_id == holder.id
+    assert not Contact.objects.filter(email="fresh2@example.com").exists()
+    third.refresh_from_db()
+    made = Contact.objects.get(email="fresh3@example.com")
+    assert (third.contact_id, made.external_id) == (made.id, "crm-10")
+
+
+@postgresql_only("contacts are created in bulk with INSERT ... FROM unnest")
+def test_new_contacts_of_one_batch_are_made_once_each_when_the_batch_is_redone(
+    world, clock, handler
+):
+    handler(fail_when_asked)
+    ingest(world, email="a@example.com")
+    clock.advance(seconds=1)
+    failing = ingest(world, email="b@example.com", payload={"fail": True})
+    clock.advance(seconds=1)
+    ingest(world, email="c@example.com")
+    outcome = events_process_batch()
+    assert outcome.failed == 1
+    emails = set(Contact.objects.filter(project=world.project).values_list("email", flat=True))
+    # The failed event left no contact; the others have theirs, each announced once.
+    assert emails == {"a@example.com", "c@example.com"}
+    created = Event.objects.filter(event="sendrealm.contact.created")
+    assert sorted(event.email for event in created) == ["a@example.com", "c@example.com"]
+    failing.refresh_from_db()
+    assert (failing.status, failing.contact_id) == (EventStatus.FAILED, None)
+
+
 # --- the hook point ---
 
 

@@ -1,5 +1,7 @@
 """Factories for emails and captured messages."""
 
+import datetime as dt
+
 import factory
 from django.core.mail import EmailMultiAlternatives
 from factory.django import DjangoModelFactory
@@ -23,7 +25,9 @@ class EmailFactory(DjangoModelFactory):
     message_id = factory.Sequence(lambda n: f"<m{n}@example.com>")
 
     class Params:
-        sent = factory.Trait(status=EmailStatus.SENT, sent_at=factory.Faker("date_time"))
+        sent = factory.Trait(
+            status=EmailStatus.SENT, sent_at=factory.Faker("date_time", tzinfo=dt.UTC)
+        )
 
 
 def _raw(subject: str) -> bytes:

@@ -4,6 +4,7 @@ import pytest
 from django.test import Client
 
 from messaging.models import EmailDelivery
+from tests.contacts.topics.factories import TopicFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 
 pytestmark = pytest.mark.django_db
@@ -29,6 +30,27 @@ def test_an_email_page_shows_its_timeline_and_delivery(staff, world):
     assert "<li>sent:" in content
     assert "<li>opened:" not in content
     assert "processed after 2 attempt(s)" in content
+
+
+def test_an_email_shows_when_it_was_opened_and_clicked_and_its_topic(staff, world):
+    opened_at = dt.datetime(2026, 3, 1, 10, 0, tzinfo=dt.UTC)
+    topic = TopicFactory(project=world.project, name="Newsletter")
+    email = EmailFactory(
+        project=world.project,
+        sent=True,
+        opened_at=opened_at,
+        clicked_at=opened_at + dt.timedelta(minutes=2),
+        topic=topic,
+    )
+
+    page = staff.get(f"/admin/messaging/email/{email.id}/change/").content.decode()
+    listing = staff.get("/admin/messaging/email/").content.decode()
+
+    assert "<li>opened:" in page
+    assert "<li>clicked:" in page
+    assert "Newsletter" in page
+    assert "column-opened_at" in listing
+    assert "column-clicked_at" in listing
 
 
 def test_the_email_list_is_searched_by_message_id(staff, world):

@@ -32,3 +32,15 @@ def _names() -> Iterator[None]:
     netguard.set_resolver(fake_resolve)
     yield
     netguard.set_resolver(None)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_provider_tokens() -> Iterator[None]:
+    # Access and provider tokens are cached per process; each test starts without any.
+    from pushproviders.transports import apns, fcm
+
+    fcm.access_tokens.clear()
+    apns.provider_tokens.clear()
+    yield
+    fcm.access_tokens.clear()
+    apns.provider_tokens.clear()

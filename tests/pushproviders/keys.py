@@ -68,3 +68,8 @@ APNS_TOKEN = "a" * 64
 
 def vapid_key_pair_fresh() -> tuple[str, str]:
     return vapid_key_pair()
+
+
+def p256_pem() -> str:
+    """Another P-256 key: a valid .p8 that Apple does not know."""
+    return _pem(ec.generate_private_key(ec.SECP256R1()))

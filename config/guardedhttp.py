@@ -1,0 +1,115 @@
+"""An HTTP client for URLs fetched on a user's behalf: every URL passes config.netguard
+before a request, and every connection goes to an address that check approved, so a
+second DNS answer (rebinding) cannot send the request into the service's own network.
+
+Knows no app: the caller says whether loopback http is allowed (PUSH_ALLOW_HTTP for push).
+TLS still verifies the certificate against the URL's host name; only the TCP connect uses
+the pinned address. Proxies from the environment are ignored (they would connect for us).
+"""
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+import httpx
+
+from config import netguard
+
+
+class _PinnedBackend(httpcore.SyncBackend):
+    """Opens TCP connections only to the addresses pinned for a (host, port)."""
+
+    def __init__(self) -> None:
+        self._pins: dict[tuple[str, int], tuple[str, ...]] = {}
+        self._lock = threading.Lock()
+
+    def pin(self, host: str, port: int, addresses: tuple[str, ...]) -> None:
+        with self._lock:
+            self._pins[(host, port)] = addresses
+
+    def pinned(self, host: str, port: int) -> bool:
+        with self._lock:
+            return (host, port) in self._pins
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        with self._lock:
+            addresses = self._pins.get((host, port), ())
+        if not addresses:
+            # Only reachable if a request skipped GuardedClient.checked: refuse, never
+            # resolve here.
+            raise httpcore.ConnectError("The host was not checked before connecting.")
+        failure: Exception | None = None
+        for address in addresses:
+            try:
+                return super().connect_tcp(
+                    address.split("%", 1)[0],
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
+                failure = error
+        assert failure is not None
+        raise failure
+
+
+class GuardedClient:
+    """One reused httpx.Client whose connections go only to checked addresses.
+
+    Call `checked(url)` before each request (it raises netguard.UrlRefused, or its
+    UrlUnresolved subclass when the name does not resolve right now); a (host, port) is
+    checked once per client, so a batch pays one resolution per host.
+    """
+
+    def __init__(
+        self,
+        *,
+        allow_loopback_http: bool,
+        timeout: float,
+        http1: bool = True,
+        http2: bool = False,
+    ) -> None:
+        self.allow_loopback_http = allow_loopback_http
+        self._backend = _PinnedBackend()
+        transport = httpx.HTTPTransport(http1=http1, http2=http2, trust_env=False)
+        # httpx does not take a network backend; its transport's pool is rebuilt with the
+        # same settings and the pinning backend.
+        transport._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            http1=http1,
+            http2=http2,
+            network_backend=self._backend,
+        )
+        self.http = httpx.Client(
+            transport=transport, timeout=timeout, follow_redirects=False, trust_env=False
+        )
+
+    def checked(self, url: str) -> str:
+        """`url` once its host passed the guard (resolving at most once per client)."""
+        try:
+            parsed = httpx.URL(url)
+        except (httpx.InvalidURL, TypeError):
+            raise netguard.UrlRefused("Must be a valid URL.") from None
+        # httpx connects with the host as it puts it on the wire (lower case, IDNA).
+        host = parsed.raw_host.decode("ascii")
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        if parsed.scheme not in ("https", "http"):
+            raise netguard.UrlRefused("Must be an https URL.")
+        if not self._backend.pinned(host, port) or (
+            parsed.scheme == "http" and not self.allow_loopback_http
+        ):
+            checked = netguard.url_checked(url, allow_loopback_http=self.allow_loopback_http)
+            self._backend.pin(host, port, checked.addresses)
+        return url
+
+    def close(self) -> None:
+        self.http.close()

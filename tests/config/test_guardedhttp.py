@@ -1,0 +1,85 @@
+"""The guarded client connects only to addresses the URL guard approved."""
+
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from threading import Thread
+from typing import Any
+
+import httpx
+import pytest
+
+from config import netguard
+from config.guardedhttp import GuardedClient
+
+# Names only this test's resolver knows: the system's cannot give them an address.
+NAMES = {"stand-in.example.net": ["127.0.0.1"], "inside.example.net": ["10.20.30.40"]}
+
+
+def resolve(host: str, port: int) -> list[str]:
+    if host in NAMES:
+        return NAMES[host]
+    return netguard.system_resolve(host, port)
+
+
+@pytest.fixture(autouse=True)
+def _names() -> Iterator[None]:
+    netguard.set_resolver(resolve)
+    yield
+    netguard.set_resolver(None)
+
+
+@pytest.fixture
+def server() -> Iterator[ThreadingHTTPServer]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_checked_name_is_reached_at_the_address_the_guard_approved(server):
+    client = GuardedClient(allow_loopback_http=True, timeout=5)
+    url = client.checked(f"http://stand-in.example.net:{server.server_address[1]}/")
+
+    assert client.http.get(url).status_code == 204
+    client.close()
+
+
+def test_a_request_that_skipped_the_check_cannot_connect(server):
+    client = GuardedClient(allow_loopback_http=True, timeout=5)
+
+    with pytest.raises(httpx.ConnectError):
+        client.http.get(f"http://127.0.0.1:{server.server_address[1]}/")
+    client.close()
+
+
+def test_the_check_refuses_what_the_guard_refuses():
+    client = GuardedClient(allow_loopback_http=False, timeout=5)
+
+    with pytest.raises(netguard.UrlRefused):
+        client.checked("http://stand-in.example.net/")
+    with pytest.raises(netguard.UrlRefused):
+        client.checked("https://stand-in.example.net/")
+    with pytest.raises(netguard.UrlRefused):
+        client.checked("https://inside.example.net/")
+    with pytest.raises(netguard.UrlUnresolved):
+        client.checked("https://nowhere.invalid/")
+    client.close()
+
+
+def test_a_checked_https_host_is_not_reused_for_plain_http():
+    client = GuardedClient(allow_loopback_http=False, timeout=5)
+    client._backend.pin("stand-in.example.net", 443, ("127.0.0.1",))
+
+    with pytest.raises(netguard.UrlRefused):
+        client.checked("http://stand-in.example.net:443/")
+    client.close()
