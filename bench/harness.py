@@ -6,6 +6,7 @@ A benchmark module asks the context for what it needs; the server starts (on a f
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
 import hashlib
@@ -117,6 +118,9 @@ class Server:
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings.production",
             "DJANGO_SECRET_KEY": "bench-" + secrets.token_urlsafe(32),
+            # Production requires one; the bench database is made fresh for every run.
+            "SECRETS_ENCRYPTION_KEY": os.environ.get("SECRETS_ENCRYPTION_KEY")
+            or base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
             "DATABASE_URL": settings.database_url,
             "CACHE_URL": settings.cache_url,

@@ -17,6 +17,7 @@ class Queues:
     DEFAULT = "default"
     EVENTS = "events"
     MESSAGING = "messaging"
+    PUSH = "push"
 
 
 app.conf.task_default_queue = Queues.DEFAULT
@@ -26,10 +27,12 @@ app.conf.task_queues = [
     Queue(Queues.DEFAULT, routing_key=Queues.DEFAULT),
     Queue(Queues.EVENTS, routing_key=Queues.EVENTS),
     Queue(Queues.MESSAGING, routing_key=Queues.MESSAGING),
+    Queue(Queues.PUSH, routing_key=Queues.PUSH),
 ]
 app.conf.task_routes = {
     "events.*": {"queue": Queues.EVENTS},
     "messaging.*": {"queue": Queues.MESSAGING},
+    "pushproviders.*": {"queue": Queues.PUSH},
 }
 
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
@@ -50,6 +53,12 @@ app.conf.beat_schedule = {
     # The email deliveries table is the queue; the same safety net for sends.
     "messaging.sweep_emails": {
         "task": "messaging.sweep_emails",
+        "schedule": 5.0,
+        "options": {"expires": 4},
+    },
+    # The push deliveries table is the queue; the same safety net for push sends.
+    "pushproviders.sweep_push": {
+        "task": "pushproviders.sweep_push",
         "schedule": 5.0,
         "options": {"expires": 4},
     },

@@ -1,16 +1,27 @@
-"""Staff console for push apps, providers and installations. Secrets are never shown:
-providers show readiness (with why a stored secret does not count), installations only
-the end of their token."""
+"""Staff console for push apps, providers, installations, and push messages with their
+deliveries. Secrets are never shown: providers show readiness (with why a stored secret
+does not count), installations only the end of their token, deliveries no token at all.
+Dead-lettered deliveries can be requeued by staff who may change deliveries."""
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 
-from config.admin import ReadOnlyInline, ReadOnlyModelAdmin
-from pushproviders.models import PushApp, PushInstallation, PushProvider
+from config.admin import BigTableAdmin, ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.workqueue.models import WorkStatus
+from pushproviders.models import (
+    PushApp,
+    PushDelivery,
+    PushInstallation,
+    PushMessage,
+    PushProvider,
+)
 from pushproviders.readiness import provider_readiness
+from pushproviders.services.delivery import push_deliveries_requeue
 
 PROVIDER_PUBLIC_FIELDS = (
     "id",
@@ -113,3 +124,142 @@ class PushInstallationAdmin(ReadOnlyModelAdmin):
     @admin.display(description="token")
     def token_end(self, installation: PushInstallation) -> str:
         return installation.token_hint
+
+
+class PushDeliveryInline(ReadOnlyInline):
+    model = PushDelivery
+    fields = (
+        "position",
+        "installation_ref",
+        "platform",
+        "state",
+        "provider_message_id",
+        "error",
+        "attempts",
+        "status",
+        "sent_at",
+        "opened_at",
+    )
+    readonly_fields = fields
+    ordering = ("position",)
+
+    # The installation may be gone (deliveries outlive it): shown by id, never loaded.
+    @admin.display(description="installation")
+    def installation_ref(self, delivery: PushDelivery) -> str:
+        return str(delivery.installation_id)
+
+
+@admin.register(PushMessage)
+class PushMessageAdmin(ReadOnlyModelAdmin):
+    """Read-only: messages are sent through the API; their state comes from delivery."""
+
+    list_display = ["__str__", "status", "app", "project", "test", "created_at", "sent_at"]
+    list_filter = ["status", "test"]
+    list_select_related = ["app", "project"]
+    search_fields = ["=id", "=idempotency_key"]
+    search_help_text = "Push message id or Idempotency-Key (exact)."
+    raw_id_fields = ["project", "app", "template", "template_version", "contact"]
+    readonly_fields = (
+        "id",
+        "project",
+        "app",
+        "status",
+        "test",
+        "title",
+        "body",
+        "data_pretty",
+        "template",
+        "template_version",
+        "contact",
+        "idempotency_key",
+        "created_at",
+        "sent_at",
+    )
+    fields = readonly_fields
+    inlines = [PushDeliveryInline]
+
+    @admin.display(description="data")
+    def data_pretty(self, message: PushMessage) -> SafeString:
+        return pretty_json(message.data)
+
+
+class DeliveryStateFilter(admin.SimpleListFilter):
+    title = "queue"
+    parameter_name = "queue"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(WorkStatus.DEAD_LETTERED.value, "dead-lettered (can be requeued)")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(status=value)
+
+
+@admin.register(PushDelivery)
+class PushDeliveryAdmin(BigTableAdmin):
+    """Deliveries with their attempts and last error; the dead-lettered ones (failed or
+    invalid_token) can be requeued. Every field is read-only."""
+
+    list_display = [
+        "id",
+        "platform",
+        "state",
+        "status",
+        "attempts",
+        "error_code",
+        "message",
+        "created_at",
+    ]
+    list_filter = [DeliveryStateFilter, "state", "platform", "error_code"]
+    list_select_related = ["message"]
+    search_fields = ["=id", "=message__id", "=installation_id"]
+    search_help_text = "Delivery, push message or installation id (exact)."
+    raw_id_fields = ["message", "contact"]
+    readonly_fields = (
+        "id",
+        "message",
+        "installation_ref",
+        "contact",
+        "platform",
+        "position",
+        "state",
+        "provider_message_id",
+        "error",
+        "title",
+        "body",
+        "data_pretty",
+        "status",
+        "attempts",
+        "error_code",
+        "last_error",
+        "next_attempt_at",
+        "lease_expires_at",
+        "created_at",
+        "sent_at",
+        "opened_at",
+    )
+    fields = readonly_fields
+    actions = ["requeue"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="installation")
+    def installation_ref(self, delivery: PushDelivery) -> str:
+        return str(delivery.installation_id)
+
+    @admin.display(description="data")
+    def data_pretty(self, delivery: PushDelivery) -> SafeString:
+        return pretty_json(delivery.data)
+
+    # Staff who may only view deliveries must not send anything again.
+    @admin.action(description="Requeue the selected dead-lettered ones", permissions=["change"])
+    def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        count = push_deliveries_requeue(ids=queryset.values_list("id", flat=True))
+        self.message_user(request, f"Requeued {count} deliveries.", messages.SUCCESS)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        """Every field is read-only; state changes go through requeue only."""

@@ -1,11 +1,14 @@
 from django.apps import AppConfig
 
 from contacts.hooks import register_contact_deleted_handler
+from messaging.hooks import register_push_test_sender
 
 # A deleted contact's devices stop belonging to anyone the project knows.
 register_contact_deleted_handler(
     "pushproviders.services.installations.installations_of_deleted_contact"
 )
+# Test sends of push templates (`POST /templates/{id}/test`) go through push sending.
+register_push_test_sender("pushproviders.services.sending.push_template_test_send")
 
 
 class PushProvidersConfig(AppConfig):

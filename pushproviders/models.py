@@ -1,10 +1,16 @@
-"""Push apps, their providers (FCM, APNs, Web Push) and the device installations that
-receive their notifications."""
+"""Push apps, their providers (FCM, APNs, Web Push), the device installations that
+receive their notifications, and the messages sent to them with one delivery per device."""
 
+import uuid
+
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from config import clock
+from config.workqueue.models import WorkItem, due_index, lease_index
 from contacts.models import Contact
-from tenancy.models import ProjectScopedModel
+from messaging.models import MessageTemplate, TemplateVersion
+from tenancy.models import Project, ProjectScopedModel
 
 
 class Platform(models.TextChoices):
@@ -121,3 +127,158 @@ class PushInstallation(ProjectScopedModel):
     def token_hint(self) -> str:
         """Enough of the token to tell installations apart in the console, never all of it."""
         return f"…{self.token[-6:]}" if len(self.token) > 12 else "…"
+
+
+class PushMessageStatus(models.TextChoices):
+    QUEUED = "queued"
+    SENT = "sent"
+    FAILED = "failed"
+    PARTIALLY_SENT = "partially_sent"
+
+
+class PushDeliveryState(models.TextChoices):
+    QUEUED = "queued"
+    SENT = "sent"
+    FAILED = "failed"
+    INVALID_TOKEN = "invalid_token"  # noqa: S105 (a state, not a secret)
+
+
+# Deliveries in these states are done; a message rolls up once all of its are.
+FINAL_DELIVERY_STATES = (
+    PushDeliveryState.SENT,
+    PushDeliveryState.FAILED,
+    PushDeliveryState.INVALID_TOKEN,
+)
+
+
+class PushMessage(models.Model):
+    """One push notification as requested (`POST /push/send`, tests, template tests) for
+    one app, and the roll-up of its deliveries. Content is kept as rendered: for a
+    template rendered per recipient contact, each delivery holds what its device got and
+    the message the rendering of its first recipient."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="push_messages")
+    # Null once the app is deleted (its providers and installations go with it).
+    app = models.ForeignKey(
+        PushApp, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages"
+    )
+    template = models.ForeignKey(
+        MessageTemplate,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="push_messages",
+    )
+    template_version = models.ForeignKey(
+        TemplateVersion,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="push_messages",
+    )
+    # The contact the send named (or the one contact of the installations it named).
+    contact = models.ForeignKey(
+        Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="push_messages"
+    )
+    title = models.TextField(null=True, blank=True)
+    body = models.TextField(null=True, blank=True)
+    data = models.JSONField(default=dict, encoder=DjangoJSONEncoder)
+    # A test send (`POST /push/tests`, `POST /templates/{id}/test`).
+    test = models.BooleanField(default=False)
+    status = models.CharField(
+        max_length=16, choices=PushMessageStatus.choices, default=PushMessageStatus.QUEUED
+    )
+    created_at = models.DateTimeField(default=clock.now, editable=False)
+    # When the last delivery became final, if any of them was sent.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    # `Idempotency-Key` (24 h) and a hash of the request body, as for emails.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    request_fingerprint = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        verbose_name = "push message"
+        constraints = [
+            # Concurrent requests with one key race against this index: one insert wins,
+            # the others wait for it and return the winner.
+            models.UniqueConstraint(
+                fields=["project", "idempotency_key"],
+                condition=models.Q(idempotency_key__isnull=False),
+                name="push_message_idempotency_key_unique",
+            ),
+        ]
+        indexes = [
+            # Serves the console's newest-first listing of a project's messages.
+            models.Index(fields=["project", "created_at", "id"], name="push_message_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.body or f"push {self.id}"
+
+    @property
+    def deliveries_in_order(self) -> list["PushDelivery"]:
+        """The deliveries in the order the send listed (or found) the installations."""
+        return sorted(self.deliveries.all(), key=lambda delivery: delivery.position)
+
+
+class PushDelivery(WorkItem):
+    """The delivery of one message to one installation, and its job on the work-queue kit
+    (the table is the queue). `state` is what the API shows; the kit's `status` is the
+    job's (a dead-lettered job is a `failed` or `invalid_token` delivery)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    message = models.ForeignKey(PushMessage, on_delete=models.CASCADE, related_name="deliveries")
+    # No database constraint: a deleted installation leaves its deliveries (and their
+    # installation id) as the record of what was sent; a queued one then fails.
+    installation = models.ForeignKey(
+        PushInstallation,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="deliveries",
+    )
+    contact = models.ForeignKey(
+        Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="push_deliveries"
+    )
+    platform = models.CharField(max_length=16, choices=Platform.choices)
+    # Its place in the message (the order the send listed or found the installations).
+    position = models.PositiveIntegerField(default=0)
+    # What this device is sent, rendered for its contact (`data` values as strings).
+    title = models.TextField(blank=True, default="")
+    body = models.TextField(blank=True, default="")
+    data = models.JSONField(default=dict)
+    state = models.CharField(
+        "delivery status",
+        max_length=16,
+        choices=PushDeliveryState.choices,
+        default=PushDeliveryState.QUEUED,
+    )
+    provider_message_id = models.CharField(max_length=255, null=True, blank=True)
+    # Why a final delivery failed (the provider's answer or a readiness problem).
+    error = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(default=clock.now, editable=False)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    # The first report of the notification being opened (`sendrealm.push.open` once).
+    opened_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "push delivery"
+        verbose_name_plural = "push deliveries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["message", "installation"], name="push_delivery_one_per_installation"
+            ),
+        ]
+        indexes = [
+            # Serve the workers' claim: due deliveries, and expired leases of dead workers.
+            due_index("pushdelivery_due_idx"),
+            lease_index("pushdelivery_lease_idx"),
+            # Serves the roll-up: does a message still have deliveries in flight?
+            models.Index(
+                fields=["message"],
+                condition=models.Q(state="queued"),
+                name="pushdelivery_pending_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"delivery of {self.message_id} to {self.installation_id}"

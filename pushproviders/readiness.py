@@ -3,12 +3,13 @@ uses once it can. A stored secret that cannot be decrypted or no longer parses c
 missing; the reason is kept for the staff console, never for API answers."""
 
 import json
+import time
 from dataclasses import dataclass, field
 
 from config import secrets
 from pushproviders import credentials
 from pushproviders.credentials import CredentialInvalid, ServiceAccount
-from pushproviders.models import ApnsEnvironment, Platform, PushProvider
+from pushproviders.models import ApnsEnvironment, Platform, ProviderStatus, PushProvider
 
 # The settings each platform needs, in the order `readiness.missing` lists them.
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -139,6 +140,10 @@ def provider_credentials(provider: PushProvider) -> Credentials | None:
     """The decrypted credentials to send with; None while the provider is not ready.
     Status (`disabled`) is the caller's to check."""
     values, _ = _read(provider)
+    return _credentials_of(provider, values)
+
+
+def _credentials_of(provider: PushProvider, values: dict[str, object]) -> Credentials | None:
     if any(values.get(name) is None for name in REQUIRED[provider.platform]):
         return None
     if provider.platform == Platform.FCM:
@@ -158,3 +163,87 @@ def provider_credentials(provider: PushProvider) -> Credentials | None:
         private_key=str(values["web_vapid_private_key"]),
         subject=provider.web_vapid_subject,
     )
+
+
+@dataclass(frozen=True)
+class SendProblem:
+    """Why an installation of a platform cannot be sent to now (kept on its delivery)."""
+
+    code: str
+    message: str
+
+
+# Reading a provider decrypts and parses its stored keys (an RSA key takes tens of
+# milliseconds), so senders reuse what they read per process while the stored settings are
+# unchanged; the time bound covers what the settings do not show (the configured
+# encryption keys). The decrypted credentials stay in this process's memory as long.
+SEND_STATE_CACHE_SECONDS = 60.0
+SEND_STATE_CACHE_SIZE = 256
+
+
+@dataclass(frozen=True)
+class SendState:
+    readiness: Readiness
+    credentials: Credentials | None
+
+
+_send_states: dict[int, tuple[float, SendState]] = {}
+
+
+def _settings_key(provider: PushProvider) -> int:
+    return hash(
+        (
+            provider.pk,
+            provider.platform,
+            provider.service_account_encrypted,
+            provider.apns_key_id,
+            provider.apns_team_id,
+            provider.apns_private_key_encrypted,
+            provider.apns_bundle_id,
+            provider.apns_environment,
+            provider.web_vapid_public_key,
+            provider.web_vapid_private_key_encrypted,
+            provider.web_vapid_subject,
+        )
+    )
+
+
+def provider_send_state(provider: PushProvider) -> SendState:
+    """The provider's readiness and credentials, read once and reused for
+    SEND_STATE_CACHE_SECONDS while its stored settings (secrets as stored) stay the same."""
+    key = _settings_key(provider)
+    now = time.monotonic()
+    cached = _send_states.get(key)
+    if cached is not None and now - cached[0] < SEND_STATE_CACHE_SECONDS:
+        return cached[1]
+    values, reasons = _read(provider)
+    missing = [name for name in REQUIRED[provider.platform] if values.get(name) is None]
+    state = SendState(
+        readiness=Readiness(missing=missing, reasons=reasons),
+        credentials=_credentials_of(provider, values),
+    )
+    if len(_send_states) >= SEND_STATE_CACHE_SIZE:
+        _send_states.clear()
+    _send_states[key] = (now, state)
+    return state
+
+
+def provider_send_problem(provider: PushProvider | None, *, platform: str) -> SendProblem | None:
+    """None when `provider` may send (it exists, is active and ready); otherwise why not.
+    A disabled or unready provider sends nothing and leaves its installations active."""
+    if provider is None:
+        return SendProblem(code="provider_missing", message=f"The app has no {platform} provider.")
+    if provider.status == ProviderStatus.DISABLED:
+        return SendProblem(
+            code="provider_disabled", message=f"The app's {platform} provider is disabled."
+        )
+    readiness = provider_send_state(provider).readiness
+    if not readiness.ready:
+        return SendProblem(
+            code="provider_not_ready",
+            message=(
+                f"The app's {platform} provider is not ready: missing "
+                f"{', '.join(readiness.missing)}."
+            ),
+        )
+    return None

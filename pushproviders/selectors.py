@@ -1,10 +1,10 @@
-"""Reads of push apps, providers and installations, scoped to the acting project."""
+"""Reads of push apps, providers, installations and messages, scoped to the acting project."""
 
 import uuid
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
-from pushproviders.models import PushApp, PushInstallation, PushProvider
+from pushproviders.models import PushApp, PushDelivery, PushInstallation, PushMessage, PushProvider
 from tenancy.models import Project
 
 
@@ -78,3 +78,17 @@ def push_installation_get(
     if pk is None:
         return None
     return push_installation_list(project=project).filter(id=pk).first()
+
+
+def push_message_get(*, project: Project, push_id: uuid.UUID | str) -> PushMessage | None:
+    """A push message of the project with its deliveries (in send order); None otherwise."""
+    pk = _uuid(push_id)
+    if pk is None:
+        return None
+    return (
+        PushMessage.objects.filter(project=project, id=pk)
+        .prefetch_related(
+            Prefetch("deliveries", queryset=PushDelivery.objects.order_by("position", "id"))
+        )
+        .first()
+    )

@@ -267,6 +267,13 @@ PUSH_APNS_BASE_URL = env.str("PUSH_APNS_BASE_URL", default="").rstrip("/")
 # Seconds for each connect, read and write of a push provider request.
 PUSH_HTTP_TIMEOUT = env.float("PUSH_HTTP_TIMEOUT", default=10.0)
 
+# Push sending: deliveries one worker claims (sent over one connection per provider),
+# the lease on them, and how many accepted notifications are recorded together (a worker
+# killed mid-batch resends at most that many).
+PUSH_CLAIM_BATCH_SIZE = env.int("PUSH_CLAIM_BATCH_SIZE", default=100)
+PUSH_LEASE_SECONDS = env.float("PUSH_LEASE_SECONDS", default=120.0)
+PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
+
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -8,6 +8,9 @@ class WorkError(Exception):
 
     code = "work_error"
     permanent = False
+    # Seconds the other side asked us to wait (an HTTP `Retry-After`); the retry waits at
+    # least that long, whatever the backoff says.
+    retry_after: float | None = None
 
     def __init__(
         self, message: str = "", *, code: str | None = None, permanent: bool | None = None

@@ -429,7 +429,11 @@ class WorkQueue(Generic[T]):
             outcome.dead_lettered += 1
         else:
             status = WorkStatus.FAILED
-            next_attempt_at = clock.now() + policy.delay(item.attempts)
+            delay = policy.delay(item.attempts)
+            asked = getattr(error, "retry_after", None)
+            if asked is not None and asked > delay.total_seconds():
+                delay = dt.timedelta(seconds=float(asked))
+            next_attempt_at = clock.now() + delay
             outcome.failed += 1
             if outcome.next_retry_at is None or next_attempt_at < outcome.next_retry_at:
                 outcome.next_retry_at = next_attempt_at

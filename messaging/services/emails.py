@@ -18,6 +18,7 @@ from config import clock
 from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
 from contacts.models import Contact
 from contacts.selectors import contact_get
+from messaging.hooks import push_test_sender
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion
 from messaging.selectors.suppressions import suppressed_among
@@ -282,7 +283,15 @@ def email_send(
 
 
 class PushTestUnavailable(Conflict):
-    message = "Test sends of push templates are not available yet."
+    message = "Test sends of push templates are not available: push sending is not installed."
+
+
+@dataclass(frozen=True)
+class TemplateTestSent:
+    """What a template test send made: an email, or a push message (by id)."""
+
+    email_id: uuid.UUID | None = None
+    push_id: uuid.UUID | None = None
 
 
 def template_test_send(
@@ -293,20 +302,41 @@ def template_test_send(
     installation_id: uuid.UUID | None = None,
     data: Mapping[str, Any] | None = None,
     contact_id: uuid.UUID | None = None,
-) -> Email:
-    """Sends a template's draft (else its published version) once to `to`."""
+) -> TemplateTestSent:
+    """Sends a template's draft (else its published version) once: an email template to
+    `to`, a push template to the installation `installation_id` (through the push
+    family's sender, messaging/hooks.py)."""
     template = template_get(project=project, template_id=template_id)
     if template is None:
         raise ValidationFailed.at("template_id", "No such template.", code="not_found")
     if template.channel == Channel.PUSH:
-        raise PushTestUnavailable()
-    if installation_id is not None or not to:
+        if installation_id is None or to is not None:
+            raise ValidationFailed.at(
+                "installation_id",
+                "Push templates are tested with `installation_id` (a device), not `to`.",
+                code="required",
+            )
+    elif installation_id is not None or not to:
         raise ValidationFailed.at(
             "to", "Email templates are tested with `to` (an address).", code="required"
         )
     version = template_version_current(template=template)
     if version is None:
         raise Conflict("The template has no content to send.")
+    if template.channel == Channel.PUSH:
+        assert installation_id is not None
+        sender = push_test_sender()
+        if sender is None:
+            raise PushTestUnavailable()
+        push_id = sender(
+            project=project,
+            version=version,
+            installation_id=installation_id,
+            data=data,
+            contact_id=contact_id,
+        )
+        return TemplateTestSent(push_id=push_id)
+    assert to is not None
     request = EmailRequest(to=[to], data=data, contact_id=contact_id, tags=["test"])
     prepared = _prepare(project=project, request=request, version=version)
-    return _store(prepared, idempotency_key=None, fingerprint="")
+    return TemplateTestSent(email_id=_store(prepared, idempotency_key=None, fingerprint="").id)

@@ -3,8 +3,10 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.api.jsonvalues import json_size
 from config.api.serializers import (
     EmailMemberField,
+    JsonObjectField,
     StrictCharField,
     StrictSerializer,
     at_least_one_member,
@@ -13,8 +15,11 @@ from pushproviders.models import (
     ApnsEnvironment,
     Platform,
     ProviderStatus,
+    PushDeliveryState,
+    PushMessageStatus,
 )
 from pushproviders.readiness import provider_readiness
+from pushproviders.services.sending import MAX_INSTALLATIONS
 
 # Apps ------------------------------------------------------------------------------------
 
@@ -211,3 +216,98 @@ class PushInstallationCreateSerializer(StrictSerializer):
         if ("contact_id" in attrs) == ("email" in attrs):
             raise serializers.ValidationError("Give exactly one of `contact_id` or `email`.")
         return attrs
+
+
+# Sending -------------------------------------------------------------------------------
+
+# Providers refuse notifications much past 4 KB, so larger `data` is refused at once.
+MAX_DATA_BYTES = 4096
+
+
+class PushDataField(JsonObjectField):
+    """`data`: a JSON object; strings go as they are, other values as their JSON."""
+
+    default_error_messages = {
+        **JsonObjectField.default_error_messages,
+        "too_large": f"At most {MAX_DATA_BYTES} bytes as compact JSON (providers refuse more).",
+    }
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if json_size(value) > MAX_DATA_BYTES:
+            self.fail("too_large")
+        return value
+
+
+class PushSendSerializer(StrictSerializer):
+    body_rules = {
+        "allOf": [
+            {"oneOf": [{"required": ["contact_id"]}, {"required": ["installation_ids"]}]},
+            {
+                "oneOf": [
+                    {"required": ["template_id"]},
+                    {"anyOf": [{"required": ["title"]}, {"required": ["body"]}]},
+                ]
+            },
+        ]
+    }
+
+    # The app's uuid or its public id.
+    app_id = StrictCharField(max_length=64)
+    contact_id = serializers.UUIDField(required=False)
+    installation_ids = serializers.ListField(
+        child=serializers.UUIDField(), required=False, min_length=1, max_length=MAX_INSTALLATIONS
+    )
+    template_id = serializers.UUIDField(required=False)
+    title = StrictCharField(required=False, min_length=1, max_length=2000, trim_whitespace=False)
+    body = StrictCharField(required=False, min_length=1, max_length=10_000, trim_whitespace=False)
+    data = PushDataField(required=False)  # type: ignore[assignment]
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("contact_id" in attrs) == ("installation_ids" in attrs):
+            raise serializers.ValidationError(
+                "Give exactly one of `contact_id` or `installation_ids`."
+            )
+        inline = "title" in attrs or "body" in attrs
+        if ("template_id" in attrs) == inline:
+            raise serializers.ValidationError(
+                "Give exactly one of `template_id` or inline `title`/`body`."
+            )
+        return attrs
+
+
+class PushTestSerializer(StrictSerializer):
+    installation_id = serializers.UUIDField()
+    title = StrictCharField(required=False, min_length=1, max_length=2000, trim_whitespace=False)
+    body = StrictCharField(required=False, min_length=1, max_length=10_000, trim_whitespace=False)
+
+
+class PushDeliverySerializer(serializers.Serializer):
+    installation_id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=PushDeliveryState.choices, source="state")
+    provider_message_id = serializers.CharField(allow_null=True)
+    error = serializers.CharField(allow_null=True)
+
+
+class PushMessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    template_id = serializers.UUIDField(allow_null=True)
+    title = serializers.CharField(allow_null=True)
+    body = serializers.CharField(allow_null=True)
+    data = serializers.DictField(child=serializers.CharField())  # type: ignore[assignment]
+    status = serializers.ChoiceField(choices=PushMessageStatus.choices)
+    deliveries = PushDeliverySerializer(many=True, source="deliveries_in_order")
+    created_at = serializers.DateTimeField()
+    sent_at = serializers.DateTimeField(allow_null=True)
+
+
+class PushOpenSerializer(StrictSerializer):
+    installation_id = serializers.UUIDField()
+
+
+class PushOpenResultSerializer(serializers.Serializer):
+    push_id = serializers.UUIDField(source="message_id")
+    installation_id = serializers.UUIDField()
+    opened_at = serializers.DateTimeField()
+    # True when the open was reported before (the event was recorded the first time).
+    duplicate = serializers.BooleanField()

@@ -5,8 +5,12 @@ from pushproviders.api.views import (
     PushAppListView,
     PushInstallationDetailView,
     PushInstallationListView,
+    PushMessageDetailView,
+    PushOpenView,
     PushProviderDetailView,
     PushProviderListView,
+    PushSendView,
+    PushTestView,
 )
 
 urlpatterns = [
@@ -28,5 +32,13 @@ urlpatterns = [
         "push/installations/<uuid:installation_id>",
         PushInstallationDetailView.as_view(),
         name="push-installation-detail",
+    ),
+    path("push/send", PushSendView.as_view(), name="push-send"),
+    path("push/tests", PushTestView.as_view(), name="push-test"),
+    path("push/messages/<uuid:push_id>", PushMessageDetailView.as_view(), name="push-message"),
+    path(
+        "push/messages/<uuid:push_id>/open",
+        PushOpenView.as_view(),
+        name="push-message-open",
     ),
 ]

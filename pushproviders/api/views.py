@@ -1,10 +1,11 @@
 import uuid
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api.errors import or_404
+from config.api.errors import ValidationFailed, or_404
 from config.api.pagination import paginate
 from pushproviders.api.serializers import (
     PushAppCreateSerializer,
@@ -12,14 +13,20 @@ from pushproviders.api.serializers import (
     PushAppUpdateSerializer,
     PushInstallationCreateSerializer,
     PushInstallationSerializer,
+    PushMessageSerializer,
+    PushOpenResultSerializer,
+    PushOpenSerializer,
     PushProviderCreateSerializer,
     PushProviderSerializer,
     PushProviderUpdateSerializer,
+    PushSendSerializer,
+    PushTestSerializer,
 )
 from pushproviders.selectors import (
     push_app_get,
     push_app_get_for_providers,
     push_app_list,
+    push_message_get,
     push_provider_list,
 )
 from pushproviders.services.apps import push_app_create, push_app_delete, push_app_update
@@ -32,7 +39,9 @@ from pushproviders.services.providers import (
     push_provider_delete,
     push_provider_update,
 )
+from pushproviders.services.sending import push_open, push_send, push_test_send
 from tenancy.api.base import ProjectView
+from tenancy.models import Scope
 
 
 class PushAppListView(ProjectView):
@@ -154,3 +163,105 @@ class PushInstallationDetailView(ProjectView):
             project=self.project, installation_id=installation_id
         )
         return Response(PushInstallationSerializer(installation).data)
+
+
+# Sending ---------------------------------------------------------------------------------
+
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="Sends once per key and project within 24 h; a repeat returns the first "
+    "push message.",
+)
+
+
+def _idempotency_key(request: Request) -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    if not 1 <= len(key) <= 255 or not key.isprintable():
+        raise ValidationFailed.at(
+            "Idempotency-Key", "Must be 1 to 255 printable characters.", code="invalid"
+        )
+    return key
+
+
+class PushSendView(ProjectView):
+    """Sends a notification to a contact's installations of an app, or to installations."""
+
+    method_scopes = {"POST": Scope.MESSAGES_SEND}
+
+    @extend_schema(
+        request=PushSendSerializer,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={
+            202: PushMessageSerializer,
+            200: OpenApiResponse(PushMessageSerializer, description="A repeated Idempotency-Key."),
+        },
+        operation_id="push_send",
+    )
+    def post(self, request: Request) -> Response:
+        key = _idempotency_key(request)
+        body = self.validated(PushSendSerializer)
+        message, created = push_send(
+            project=self.project,
+            app_ref=body["app_id"],
+            contact_id=body.get("contact_id"),
+            installation_ids=body.get("installation_ids"),
+            template_id=body.get("template_id"),
+            title=body.get("title"),
+            body=body.get("body"),
+            data=body.get("data"),
+            idempotency_key=key,
+        )
+        return Response(PushMessageSerializer(message).data, status=202 if created else 200)
+
+
+class PushTestView(ProjectView):
+    """Sends a test notification to one installation."""
+
+    method_scopes = {"POST": Scope.MESSAGES_SEND}
+
+    @extend_schema(
+        request=PushTestSerializer,
+        responses={202: PushMessageSerializer},
+        operation_id="push_tests_create",
+    )
+    def post(self, request: Request) -> Response:
+        body = self.validated(PushTestSerializer)
+        message = push_test_send(
+            project=self.project,
+            installation_id=body["installation_id"],
+            title=body.get("title"),
+            body=body.get("body"),
+        )
+        return Response(PushMessageSerializer(message).data, status=202)
+
+
+class PushMessageDetailView(ProjectView):
+    @extend_schema(responses={200: PushMessageSerializer}, operation_id="push_messages_retrieve")
+    def get(self, request: Request, push_id: uuid.UUID) -> Response:
+        message = or_404(
+            push_message_get(project=self.project, push_id=push_id), "No such push message."
+        )
+        return Response(PushMessageSerializer(message).data)
+
+
+class PushOpenView(ProjectView):
+    """A device reports that its notification was opened (`sendrealm.push.open` once)."""
+
+    method_scopes = {"POST": Scope.EVENTS_WRITE}
+
+    @extend_schema(
+        request=PushOpenSerializer,
+        responses={200: PushOpenResultSerializer},
+        operation_id="push_messages_open",
+    )
+    def post(self, request: Request, push_id: uuid.UUID) -> Response:
+        body = self.validated(PushOpenSerializer)
+        delivery, first = push_open(
+            project=self.project, push_id=push_id, installation_id=body["installation_id"]
+        )
+        delivery.duplicate = not first  # type: ignore[attr-defined]
+        return Response(PushOpenResultSerializer(delivery).data)

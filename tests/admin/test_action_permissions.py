@@ -40,7 +40,11 @@ from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
-from tests.pushproviders.factories import PushInstallationFactory, PushProviderFactory
+from tests.pushproviders.factories import (
+    PushDeliveryFactory,
+    PushInstallationFactory,
+    PushProviderFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -122,6 +126,7 @@ def console_rows(world):
     CapturedMessageFactory(email=email)
     provider = PushProviderFactory(app__project=world.project)
     PushInstallationFactory(app=provider.app, contact=contact)
+    PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
     automation = AutomationFactory(project=world.project, published=True)
     run = AutomationRunFactory(automation=automation, contact=contact, waiting=True)
     RunStepFactory(run=run, email=email)
@@ -185,6 +190,7 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("tenancy.ApiKey", "revoke_keys"),
         ("contacts.Contact", "soft_delete"),
         ("events.DeadLetteredEvent", "requeue"),
+        ("pushproviders.PushDelivery", "requeue"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
         ("django_celery_beat.PeriodicTask", "disable_tasks"),
         ("django_celery_beat.PeriodicTask", "toggle_tasks"),

@@ -268,6 +268,20 @@ def test_a_transient_error_retries_with_capped_backoff_and_jitter(clock):
 
 
 @pytest.mark.django_db
+def test_a_retry_waits_at_least_as_long_as_the_other_side_asked(clock):
+    [row] = make_rows(clock, 1)
+    queue = make_queue(retry_policy=lambda item: RetryPolicy(2, 2, 5, 10))
+    busy = WorkError("provider busy", code="throttled")
+    busy.retry_after = 120.0
+
+    claim_and_run(queue, CountingWork(fail=lambda item: busy))
+
+    row.refresh_from_db()
+    assert row.status == WorkStatus.FAILED
+    assert row.next_attempt_at == clock.current + dt.timedelta(seconds=120)
+
+
+@pytest.mark.django_db
 def test_a_permanent_error_dead_letters_at_once(clock):
     [row] = make_rows(clock, 1)
     work = CountingWork(fail=lambda item: WorkError("address rejected", permanent=True))

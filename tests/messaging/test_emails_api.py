@@ -2,6 +2,7 @@
 
 import pytest
 
+from messaging.hooks import register_push_test_sender, unregister_push_test_sender
 from messaging.models import Email, EmailDelivery, EmailStatus
 from tests.contacts.factories import ContactFactory
 from tests.factories import ProjectFactory
@@ -333,15 +334,19 @@ def test_a_template_test_send_uses_the_draft(api, world):
     assert email.status == EmailStatus.QUEUED
 
 
-def test_a_push_template_test_send_is_a_conflict_for_now(api, world):
+def test_a_push_template_test_send_is_a_conflict_without_push_sending(api, world):
     template = MessageTemplateFactory(project=world.project, channel="push")
     TemplateVersionFactory(template=template, push=True)
-
-    response = api.post(
-        f"/templates/{template.id}/test",
-        {"installation_id": "00000000-0000-0000-0000-000000000001"},
-        key=world.keys["project"],
-    )
+    sender = "pushproviders.services.sending.push_template_test_send"
+    unregister_push_test_sender(sender)
+    try:
+        response = api.post(
+            f"/templates/{template.id}/test",
+            {"installation_id": "00000000-0000-0000-0000-000000000001"},
+            key=world.keys["project"],
+        )
+    finally:
+        register_push_test_sender(sender)
 
     assert_error(response, 409, "conflict")
 

@@ -2,7 +2,16 @@ import factory
 from factory.django import DjangoModelFactory
 
 from config import clock
-from pushproviders.models import Platform, PushApp, PushInstallation, PushProvider
+from config.workqueue.models import WorkStatus
+from pushproviders.models import (
+    Platform,
+    PushApp,
+    PushDelivery,
+    PushDeliveryState,
+    PushInstallation,
+    PushMessage,
+    PushProvider,
+)
 from pushproviders.services.installations import token_digest
 from tests.factories import ProjectFactory
 
@@ -41,3 +50,43 @@ class PushInstallationFactory(DjangoModelFactory):
     token = factory.Sequence(lambda n: f"fcm-token-{n:06d}-abcdefghijklmnop")
     token_digest = factory.LazyAttribute(lambda o: token_digest(o.token))
     last_seen_at = factory.LazyFunction(clock.now)
+
+
+class PushMessageFactory(DjangoModelFactory):
+    class Meta:
+        model = PushMessage
+
+    app = factory.SubFactory(PushAppFactory)
+    project = factory.SelfAttribute("app.project")
+    title = "Order shipped"
+    body = "It is on its way."
+
+
+class PushDeliveryFactory(DjangoModelFactory):
+    """A queued delivery; `dead=True` makes it failed and dead-lettered."""
+
+    class Meta:
+        model = PushDelivery
+
+    message = factory.SubFactory(PushMessageFactory)
+    installation = factory.SubFactory(
+        PushInstallationFactory,
+        app=factory.SelfAttribute("..message.app"),
+        project=factory.SelfAttribute("..message.project"),
+    )
+    contact = factory.SelfAttribute("installation.contact")
+    platform = factory.SelfAttribute("installation.platform")
+    title = factory.SelfAttribute("message.title")
+    body = factory.SelfAttribute("message.body")
+    next_attempt_at = factory.LazyFunction(clock.now)
+
+    class Params:
+        dead = factory.Trait(
+            state=PushDeliveryState.FAILED,
+            status=WorkStatus.DEAD_LETTERED,
+            next_attempt_at=None,
+            error="FCM answered 503 UNAVAILABLE.",
+            last_error="PushSendError: FCM answered 503 UNAVAILABLE.",
+            error_code="fcm_unavailable",
+            attempts=8,
+        )

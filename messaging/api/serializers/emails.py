@@ -98,4 +98,8 @@ class TemplateTestSerializer(StrictSerializer):
 
 
 class TemplateTestResultSerializer(serializers.Serializer):
-    email_id = serializers.UUIDField()
+    """The email of an email template's test, or the push message of a push template's;
+    the other member is null."""
+
+    email_id = serializers.UUIDField(allow_null=True)
+    push_id = serializers.UUIDField(allow_null=True)

@@ -89,22 +89,20 @@ class EmailDetailView(ProjectView):
 
 
 class TemplateTestView(ProjectView):
-    """Sends a template's draft (else its published version) once to an address."""
+    """Sends a template's draft (else its published version) once: an email template to an
+    address, a push template to an installation."""
 
     method_scopes = {"POST": Scope.MESSAGES_SEND}
 
     @extend_schema(
         request=TemplateTestSerializer,
-        responses={
-            202: TemplateTestResultSerializer,
-            409: OpenApiResponse(description="A push template (push sending is not built)."),
-        },
+        responses={202: TemplateTestResultSerializer},
         operation_id="templates_test",
     )
     def post(self, request: Request, template_id: uuid.UUID) -> Response:
         body = self.validated(TemplateTestSerializer)
         values = body
-        email = template_test_send(
+        sent = template_test_send(
             project=self.project,
             template_id=template_id,
             to=values.get("to"),
@@ -112,4 +110,4 @@ class TemplateTestView(ProjectView):
             data=values.get("data"),
             contact_id=values.get("contact_id"),
         )
-        return Response({"email_id": str(email.id)}, status=202)
+        return Response(TemplateTestResultSerializer(sent).data, status=202)

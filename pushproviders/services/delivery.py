@@ -1,0 +1,459 @@
+"""Push delivery on the work-queue kit: claim a batch of deliveries (that commits), group
+them by provider, open one transport per provider for the batch and send with no
+transaction open, then record the outcomes in short transactions:
+
+- accepted: `sent` with the provider's message id and `sendrealm.push.send`;
+- the provider no longer knows the device: `invalid_token`, the installation deactivated
+  and `sendrealm.push.failure`;
+- a permanent error, a disabled or unready provider, a removed or inactive installation,
+  or the last attempt: `failed` with the reason and `sendrealm.push.failure` (a provider
+  problem leaves the installation active);
+- a transient error: retried with backoff (at least the provider's `Retry-After`).
+
+A message rolls up once every one of its deliveries is final: all sent `sent`, some
+`partially_sent`, none `failed`."""
+
+import datetime as dt
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Q
+
+from config import clock
+from config.outbox import system_event_emit
+from config.workqueue.errors import WorkError
+from config.workqueue.models import WorkStatus
+from config.workqueue.policy import RetryPolicy, retry_policy_for
+from config.workqueue.queue import BatchWork, PerItem, WorkQueue
+from pushproviders.models import (
+    PushDelivery,
+    PushDeliveryState,
+    PushInstallation,
+    PushMessage,
+    PushMessageStatus,
+    PushProvider,
+)
+from pushproviders.readiness import provider_send_problem, provider_send_state
+from pushproviders.transports import (
+    PushPayload,
+    PushTarget,
+    PushTransport,
+    transport_open,
+)
+
+logger = logging.getLogger(__name__)
+
+# 10 s, 30 s, 90 s ... capped at an hour; eight attempts span about five hours. Overridden
+# service-wide by PUSH_RETRY_BASE_SECONDS, _FACTOR, _CAP_SECONDS, _MAX_ATTEMPTS.
+DEFAULT_RETRY_POLICY = RetryPolicy(
+    base_seconds=10.0, factor=3.0, cap_seconds=3600.0, max_attempts=8
+)
+# After this many transient failures in a row, the rest of a provider's group is not
+# tried in this batch (each would wait out the same outage); they retry with backoff.
+TRANSIENT_STREAK_LIMIT = 3
+
+
+def push_retry_policy(delivery: PushDelivery | None = None) -> RetryPolicy:
+    return retry_policy_for(None, default=DEFAULT_RETRY_POLICY, setting_prefix="PUSH_RETRY_")
+
+
+PUSH_QUEUE: WorkQueue[PushDelivery] = WorkQueue(
+    model=PushDelivery,
+    task="pushproviders.deliver_push",
+    wake_key="pushproviders:push:wake",
+    retry_policy=push_retry_policy,
+    batch_size=lambda: int(settings.PUSH_CLAIM_BATCH_SIZE),
+    lease_seconds=lambda: float(settings.PUSH_LEASE_SECONDS),
+    wake_debounce_seconds=lambda: float(getattr(settings, "PUSH_WAKE_DEBOUNCE_SECONDS", 0.5)),
+    settle_seconds=lambda: float(getattr(settings, "PUSH_WAKE_SETTLE_SECONDS", 0.3)),
+    order_by=("next_attempt_at", "created_at", "position"),
+    prefetch_related=("message", "message__project"),
+)
+
+
+# --- events ---------------------------------------------------------------------------------
+
+
+def push_event_emit(
+    *, name: str, message: PushMessage, delivery: PushDelivery, **extra: Any
+) -> None:
+    """Records `sendrealm.<name>` about one delivery, in the caller's transaction."""
+    system_event_emit(
+        project=message.project,
+        name=name,
+        payload={
+            "push_id": str(message.pk),
+            "contact_id": str(delivery.contact_id) if delivery.contact_id else None,
+            "template_id": str(message.template_id) if message.template_id else None,
+            "installation_id": str(delivery.installation_id),
+            "platform": delivery.platform,
+            **extra,
+        },
+        contact_id=delivery.contact_id,
+    )
+
+
+def delivery_error(error: Exception) -> str:
+    """The reason a delivery shows: the error's message, else its code."""
+    return str(error) or getattr(error, "code", "") or type(error).__name__
+
+
+# --- the roll-up ----------------------------------------------------------------------------
+
+
+def push_messages_roll_up(*, message_ids: Iterable[Any]) -> int:
+    """Sets the status of the messages whose deliveries are all final; returns how many.
+
+    Runs after the deliveries' outcomes committed, so of two workers finishing the last
+    deliveries of one message, the later one sees both; the update is conditional on
+    `queued`, so a message rolls up once."""
+    ids = sorted(set(message_ids))
+    if not ids:
+        return 0
+    counts = (
+        PushDelivery.objects.filter(message_id__in=ids)
+        .values("message_id")
+        .annotate(
+            total=Count("pk"),
+            sent=Count("pk", filter=Q(state=PushDeliveryState.SENT)),
+            pending=Count("pk", filter=Q(state=PushDeliveryState.QUEUED)),
+        )
+    )
+    final: dict[str, list[Any]] = defaultdict(list)
+    for row in counts:
+        if row["pending"]:
+            continue
+        if row["sent"] == row["total"]:
+            final[PushMessageStatus.SENT].append(row["message_id"])
+        elif row["sent"]:
+            final[PushMessageStatus.PARTIALLY_SENT].append(row["message_id"])
+        else:
+            final[PushMessageStatus.FAILED].append(row["message_id"])
+    now = clock.now()
+    changed = 0
+    for status, members in final.items():
+        changed += PushMessage.objects.filter(
+            pk__in=members, status=PushMessageStatus.QUEUED
+        ).update(status=status, sent_at=None if status == PushMessageStatus.FAILED else now)
+    return changed
+
+
+def push_messages_roll_up_stale(*, older_than_seconds: float = 60.0, limit: int = 500) -> int:
+    """The sweep's share: messages whose last worker stopped between recording the
+    outcomes and rolling them up."""
+    before = clock.now() - dt.timedelta(seconds=older_than_seconds)
+    stale = (
+        PushMessage.objects.filter(status=PushMessageStatus.QUEUED, created_at__lt=before)
+        .exclude(deliveries__state=PushDeliveryState.QUEUED)
+        .values_list("pk", flat=True)[:limit]
+    )
+    return push_messages_roll_up(message_ids=list(stale))
+
+
+# --- recording outcomes ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sent:
+    provider_message_id: str
+    at: dt.datetime
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: WorkError
+    # When the send was tried: a device that registered again after it stays active.
+    at: dt.datetime
+
+
+class _Outcomes(BatchWork[PushDelivery]):
+    """Records what sending found, inside the kit's transaction for the rows."""
+
+    def __init__(self, results: dict[Any, Sent | Failed]) -> None:
+        self.results = results
+
+    def run(self, item: PushDelivery) -> None:
+        result = self.results.get(item.pk)
+        if isinstance(result, Failed):
+            raise result.error
+        if result is None:
+            raise WorkError("The delivery was not attempted.", code="not_attempted")
+        push_event_emit(name="push.send", message=item.message, delivery=item)
+
+    def done_values(self, items: list[PushDelivery]) -> dict[str, Any]:
+        sent = {
+            item.pk: result
+            for item in items
+            if isinstance(result := self.results.get(item.pk), Sent)
+        }
+        return {
+            "state": PushDeliveryState.SENT.value,
+            "provider_message_id": PerItem(
+                {pk: result.provider_message_id for pk, result in sent.items()}
+            ),
+            "sent_at": PerItem({pk: result.at for pk, result in sent.items()}),
+            "error": None,
+        }
+
+    def dropped(self, item: PushDelivery) -> None:
+        result = self.results.get(item.pk)
+        if isinstance(result, Failed):
+            error, at = result.error, result.at
+        else:
+            # Sent, but recording it failed: the kit retries the delivery.
+            error = WorkError("Recording the outcome failed.", code="record_failed")
+            at = clock.now()
+        reason = delivery_error(error)
+        final = error.permanent or item.attempts >= push_retry_policy().max_attempts
+        if not final:
+            # Shown while the delivery is retried; cleared when it is sent.
+            PushDelivery.objects.filter(pk=item.pk, state=PushDeliveryState.QUEUED).update(
+                error=reason
+            )
+            return
+        invalid_token = bool(getattr(error, "invalid_token", False))
+        push_delivery_fail(
+            delivery=item,
+            reason=reason,
+            state=PushDeliveryState.INVALID_TOKEN if invalid_token else PushDeliveryState.FAILED,
+            sent_at=at,
+        )
+
+
+def push_delivery_fail(
+    *, delivery: PushDelivery, reason: str, state: str, sent_at: dt.datetime | None = None
+) -> bool:
+    """Makes a queued delivery final as failed (or `invalid_token`, which also deactivates
+    its installation unless the device registered again since `sent_at`) and records
+    `sendrealm.push.failure`; False when it was not queued any more."""
+    updated = PushDelivery.objects.filter(pk=delivery.pk, state=PushDeliveryState.QUEUED).update(
+        state=state, error=reason
+    )
+    if not updated:
+        return False
+    if state == PushDeliveryState.INVALID_TOKEN:
+        PushInstallation.objects.filter(
+            pk=delivery.installation_id, active=True, last_seen_at__lte=sent_at or clock.now()
+        ).update(active=False, updated_at=clock.now())
+    push_event_emit(
+        name="push.failure",
+        message=delivery.message,
+        delivery=delivery,
+        status=state,
+        error=reason,
+    )
+    return True
+
+
+class _Recorder:
+    """Records accepted deliveries in chunks of PUSH_RECORD_EVERY while the batch goes on,
+    so a worker killed mid-batch leaves at most one chunk to be sent again."""
+
+    def __init__(self, token: Any, results: dict[Any, Sent | Failed]) -> None:
+        self.token = token
+        self.results = results
+        self.pending: list[PushDelivery] = []
+        self.every = max(int(settings.PUSH_RECORD_EVERY), 1)
+
+    def add(self, item: PushDelivery) -> None:
+        self.pending.append(item)
+        if len(self.pending) >= self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        chunk, self.pending = self.pending, []
+        PUSH_QUEUE.run(token=self.token, items=chunk, work=_Outcomes(self.results))
+        push_messages_roll_up(message_ids=[item.message_id for item in chunk])
+
+
+# --- sending --------------------------------------------------------------------------------
+
+
+def _payload(delivery: PushDelivery) -> PushPayload:
+    return PushPayload(title=delivery.title, body=delivery.body, data=dict(delivery.data or {}))
+
+
+def _target(installation: PushInstallation) -> PushTarget:
+    return PushTarget(
+        token=installation.token, p256dh=installation.web_p256dh, auth=installation.web_auth
+    )
+
+
+def _open(provider: PushProvider | None, platform: str) -> PushTransport | WorkError:
+    problem = provider_send_problem(provider, platform=platform)
+    if problem is not None:
+        return WorkError(problem.message, code=problem.code, permanent=True)
+    assert provider is not None
+    credentials = provider_send_state(provider).credentials
+    if credentials is None:
+        return WorkError(
+            f"The app's {platform} provider is not ready.",
+            code="provider_not_ready",
+            permanent=True,
+        )
+    try:
+        return transport_open(credentials)
+    except WorkError as error:
+        return error
+    except Exception as error:
+        logger.warning("Opening the %s transport failed", platform, exc_info=True)
+        return WorkError(f"{type(error).__name__}: {error}", code="transport_error")
+
+
+def _send_group(
+    *,
+    provider: PushProvider | None,
+    platform: str,
+    group: list[tuple[PushDelivery, PushInstallation]],
+    results: dict[Any, Sent | Failed],
+    recorder: _Recorder,
+) -> None:
+    """Sends one provider's share of the batch over one transport."""
+    transport = _open(provider, platform)
+    if isinstance(transport, WorkError):
+        at = clock.now()
+        for item, _ in group:
+            results[item.pk] = Failed(transport, at)
+        return
+    streak = 0
+    deferred: WorkError | None = None
+    try:
+        for item, installation in group:
+            at = clock.now()
+            if deferred is not None:
+                results[item.pk] = Failed(deferred, at)
+                continue
+            try:
+                provider_message_id = transport.send(_target(installation), _payload(item))
+            except Exception as raised:
+                error = raised if isinstance(raised, WorkError) else None
+                if error is None:
+                    logger.warning("Sending push delivery %s failed", item.pk, exc_info=True)
+                    error = WorkError(f"{type(raised).__name__}: {raised}", code="send_error")
+                results[item.pk] = Failed(error, at)
+                if error.permanent:
+                    streak = 0
+                    continue
+                streak += 1
+                if error.retry_after is not None or streak >= TRANSIENT_STREAK_LIMIT:
+                    deferred = WorkError(
+                        f"Not attempted, the provider kept failing: {delivery_error(error)}",
+                        code=error.code,
+                    )
+                    deferred.retry_after = error.retry_after
+                continue
+            streak = 0
+            results[item.pk] = Sent(provider_message_id=provider_message_id, at=at)
+            recorder.add(item)
+    finally:
+        try:
+            transport.close()
+        except Exception:
+            logger.debug("Closing the %s transport failed", platform, exc_info=True)
+
+
+def _finish_lost(items: list[PushDelivery]) -> None:
+    """Deliveries the kit dead-lettered because workers kept dying on them: final too."""
+    with transaction.atomic():
+        for item in items:
+            if PushDelivery.objects.filter(pk=item.pk, status=WorkStatus.DEAD_LETTERED).exists():
+                push_delivery_fail(
+                    delivery=item,
+                    reason="Workers kept stopping while sending this notification.",
+                    state=PushDeliveryState.FAILED,
+                )
+
+
+def push_deliver_batch() -> int:
+    """Claims a batch (that commits), sends it with one transport per provider and no
+    transaction open, records the outcomes, and returns how many deliveries it claimed."""
+    token, items = PUSH_QUEUE.claim()
+    if not items:
+        return 0
+    max_attempts = push_retry_policy().max_attempts
+    installations = PushInstallation.objects.in_bulk({item.installation_id for item in items})
+    providers = {
+        (provider.app_id, provider.platform): provider
+        for provider in PushProvider.objects.filter(
+            app_id__in={installation.app_id for installation in installations.values()}
+        )
+    }
+    results: dict[Any, Sent | Failed] = {}
+    lost: list[PushDelivery] = []
+    groups: dict[tuple[Any, str], list[tuple[PushDelivery, PushInstallation]]] = defaultdict(list)
+    now = clock.now()
+    for item in items:
+        installation = installations.get(item.installation_id)
+        if item.attempts > max_attempts:
+            lost.append(item)
+        elif installation is None:
+            results[item.pk] = Failed(
+                WorkError(
+                    "The installation was removed.", code="installation_removed", permanent=True
+                ),
+                now,
+            )
+        elif not installation.active:
+            results[item.pk] = Failed(
+                WorkError(
+                    "The installation is no longer active.",
+                    code="installation_inactive",
+                    permanent=True,
+                ),
+                now,
+            )
+        else:
+            groups[(installation.app_id, installation.platform)].append((item, installation))
+    recorder = _Recorder(token, results)
+    for (app_id, platform), group in groups.items():
+        _send_group(
+            provider=providers.get((app_id, platform)),
+            platform=platform,
+            group=group,
+            results=results,
+            recorder=recorder,
+        )
+    recorder.flush()
+    failed = [item for item in items if isinstance(results.get(item.pk), Failed)] + lost
+    if failed:
+        # In installation order: concurrent workers deactivating the same installations
+        # lock their rows in one order.
+        failed.sort(key=lambda item: str(item.installation_id))
+        PUSH_QUEUE.run(token=token, items=failed, work=_Outcomes(results))
+        if lost:
+            _finish_lost(lost)
+        push_messages_roll_up(message_ids=[item.message_id for item in failed])
+    return len(items)
+
+
+def push_deliver_due(*, budget_seconds: float) -> tuple[int, bool]:
+    """Delivers due push deliveries until none are left or the budget is spent."""
+    return PUSH_QUEUE.drain(push_deliver_batch, budget_seconds=budget_seconds)
+
+
+def push_deliveries_requeue(*, ids: Iterable[Any]) -> int:
+    """Gives dead-lettered deliveries (failed or invalid_token) a fresh set of attempts,
+    due now, and puts their messages back to `queued` until they roll up again."""
+    with transaction.atomic():
+        dead = list(
+            PushDelivery.objects.select_for_update()
+            .filter(pk__in=list(ids), status=WorkStatus.DEAD_LETTERED)
+            .values_list("pk", "message_id")
+        )
+        if not dead:
+            return 0
+        count = PUSH_QUEUE.requeue(ids=[pk for pk, _ in dead])
+        PushDelivery.objects.filter(pk__in=[pk for pk, _ in dead]).update(
+            state=PushDeliveryState.QUEUED, error=None
+        )
+        PushMessage.objects.filter(pk__in={message_id for _, message_id in dead}).exclude(
+            status=PushMessageStatus.QUEUED
+        ).update(status=PushMessageStatus.QUEUED, sent_at=None)
+    return count
