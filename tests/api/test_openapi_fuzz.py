@@ -20,6 +20,11 @@ from hypothesis import HealthCheck, settings
 from contacts.audiences.models import Audience
 from contacts.topics.models import Topic
 from tenancy.api.permissions import PROJECT_HEADER_NAME as PROJECT_HEADER
+from tests.automations.factories import (
+    AutomationFactory,
+    AutomationRunFactory,
+    AutomationVersionFactory,
+)
 from tests.contacts.factories import ContactFactory
 
 # Rows every generated request may name, so requests reach past the 404 of an unknown id.
@@ -27,6 +32,9 @@ KNOWN_IDS = {
     "contact_id": uuid.UUID("00000000-0000-4000-8000-00000000c0de"),
     "audience_id": uuid.UUID("00000000-0000-4000-8000-0000000a0d1e"),
     "topic_id": uuid.UUID("00000000-0000-4000-8000-00000000701c"),
+    "automation_id": uuid.UUID("00000000-0000-4000-8000-0000a0701a11"),
+    "version_id": uuid.UUID("00000000-0000-4000-8000-0000a0701a12"),
+    "run_id": uuid.UUID("00000000-0000-4000-8000-0000a0701a13"),
 }
 
 CONFIG = schemathesis.Config.from_dict(
@@ -154,6 +162,14 @@ def key(world, _connection_kept):
     ContactFactory(id=KNOWN_IDS["contact_id"], project=world.project, email="fuzz@example.com")
     Audience.objects.create(id=KNOWN_IDS["audience_id"], project=world.project, name="Fuzzers")
     Topic.objects.create(id=KNOWN_IDS["topic_id"], project=world.project, name="Fuzzing")
+    automation = AutomationFactory(
+        id=KNOWN_IDS["automation_id"], project=world.project, published=True
+    )
+    automation.current_draft_version = AutomationVersionFactory(
+        id=KNOWN_IDS["version_id"], automation=automation
+    )
+    automation.save()
+    AutomationRunFactory(id=KNOWN_IDS["run_id"], automation=automation, waiting=True)
     CURRENT_PROJECT["id"] = str(world.project.id)
     yield world.keys["project"]
     CURRENT_PROJECT.clear()
