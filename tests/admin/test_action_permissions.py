@@ -24,6 +24,7 @@ from django_celery_beat.models import (
     SolarSchedule,
 )
 
+from automations.models import RunJob
 from events.models import Event, EventStatus, EventType
 from messaging.models import EmailDelivery
 from tests.automations.factories import (
@@ -131,6 +132,7 @@ def console_rows(world):
     run = AutomationRunFactory(automation=automation, contact=contact, waiting=True)
     RunStepFactory(run=run, email=email)
     RunWaitFactory(run=run)
+    RunJob.objects.create(run=run, status="dead_lettered", last_error="Deadlock", attempts=8)
     return world
 
 
