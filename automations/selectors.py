@@ -9,6 +9,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 from automations.models import (
     Automation,
     AutomationRun,
+    AutomationStatus,
     AutomationVersion,
     ExecutionMode,
     RunStatus,
@@ -33,6 +34,16 @@ def _run_count(status: str) -> Count:
     return Count(
         "runs",
         filter=Q(runs__status=status, runs__execution_mode=ExecutionMode.LIVE),
+    )
+
+
+def automation_list_triggered_by(*, project: Project, event: str) -> QuerySet[Automation]:
+    """The active automations an event of this name starts, with the version they run
+    (one probe of the partial trigger index)."""
+    return (
+        automation_list(project=project)
+        .filter(status=AutomationStatus.ACTIVE, trigger_event=event)
+        .select_related("current_published_version")
     )
 
 
