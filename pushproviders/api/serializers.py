@@ -306,7 +306,7 @@ class PushOpenSerializer(StrictSerializer):
 
 
 class PushOpenResultSerializer(serializers.Serializer):
-    push_id = serializers.UUIDField(source="message_id")
+    push_id = serializers.UUIDField()
     installation_id = serializers.UUIDField()
     opened_at = serializers.DateTimeField()
     # True when the open was reported before (the event was recorded the first time).

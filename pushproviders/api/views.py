@@ -263,5 +263,10 @@ class PushOpenView(ProjectView):
         delivery, first = push_open(
             project=self.project, push_id=push_id, installation_id=body["installation_id"]
         )
-        delivery.duplicate = not first  # type: ignore[attr-defined]
-        return Response(PushOpenResultSerializer(delivery).data)
+        result = {
+            "push_id": delivery.message_id,
+            "installation_id": delivery.installation_id,
+            "opened_at": delivery.opened_at,
+            "duplicate": not first,
+        }
+        return Response(PushOpenResultSerializer(result).data)

@@ -11,7 +11,7 @@ import datetime as dt
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,8 +211,12 @@ class _Renderer:
         return self.done[contact.pk]
 
 
-def _targets(installations: list[PushInstallation], content: Any) -> list[_Target]:
-    """Each installation with its content and, when its provider cannot send, why."""
+def _targets(
+    installations: list[PushInstallation],
+    content: Content | Callable[[PushInstallation], Content],
+) -> list[_Target]:
+    """Each installation with its content (the same for all, or made per installation)
+    and, when its provider cannot send, why."""
     problems: dict[tuple[Any, str], SendProblem | None] = {}
     targets = []
     for installation in installations:
@@ -223,7 +227,7 @@ def _targets(installations: list[PushInstallation], content: Any) -> list[_Targe
         targets.append(
             _Target(
                 installation=installation,
-                content=content(installation) if callable(content) else content,
+                content=content if isinstance(content, Content) else content(installation),
                 problem=problems[key],
             )
         )
@@ -392,7 +396,7 @@ def push_send(
         installations = _installations_of(project, app, _contact(project, contact_id))
     template: MessageTemplate | None = None
     version: TemplateVersion | None = None
-    content: Any
+    content: Content | _Renderer
     if template_id is not None:
         template, version = _published_push_template(project, template_id)
         content = _Renderer(project=project, version=version, data=data, event=event, extra=extra)

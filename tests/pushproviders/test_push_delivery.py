@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from config.celery import app
 from events.models import Event
 from pushproviders.models import PushDelivery, PushInstallation, PushMessage
 from pushproviders.services.delivery import (
@@ -15,6 +16,7 @@ from pushproviders.services.delivery import (
     push_deliveries_requeue,
     push_messages_roll_up_stale,
 )
+from pushproviders.tasks import deliver_push, sweep_push
 from tests.messaging.factories_templates import MessageTemplateFactory, TemplateVersionFactory
 from tests.pushproviders import keys
 from tests.pushproviders.sending import (
@@ -450,3 +452,17 @@ def test_a_message_left_without_its_roll_up_is_rolled_up_by_the_sweep(push, ada,
     assert push_messages_roll_up_stale() == 1
 
     assert read(push, message_id)["status"] == "sent"
+
+
+def test_the_wake_up_task_and_the_sweep_deliver_what_is_due(push, ada, fcm, settings):
+    settings.PUSH_WAKE_SETTLE_SECONDS = 0
+    push.install(ada, "fcm", FCM_TOKEN)
+    first = send(push, contact_id=str(ada.id))
+
+    assert deliver_push() == 1
+    second = send(push, contact_id=str(ada.id))
+    assert sweep_push() == 1
+
+    assert [read(push, pk)["status"] for pk in (first, second)] == ["sent", "sent"]
+    assert app.conf.beat_schedule["pushproviders.sweep_push"]["task"] == "pushproviders.sweep_push"
+    assert app.conf.task_routes["pushproviders.*"] == {"queue": "push"}

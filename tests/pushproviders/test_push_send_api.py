@@ -576,3 +576,17 @@ def test_a_read_only_key_cannot_report_opens(push, ada, devices):
     )
 
     assert_error(response, 403, "forbidden")
+
+
+def test_a_deleted_app_s_messages_stay_readable(push, ada, devices):
+    sent = push.send({"contact_id": str(ada.id), "body": "b"}).json()["data"]
+
+    deleted = push.api.delete(f"/push/apps/{push.app.id}", key=push.key)
+    response = push.api.get(f"/push/messages/{sent['id']}", key=push.key)
+
+    assert deleted.status_code == 200
+    assert response.status_code == 200
+    assert [d["installation_id"] for d in response.json()["data"]["deliveries"]] == [
+        str(device.id) for device in devices
+    ]
+    assert PushMessage.objects.get().app_id is None
