@@ -59,6 +59,12 @@ app.conf.beat_schedule = {
         "schedule": 5.0,
         "options": {"expires": 4},
     },
+    # Receipts of ESP webhook events, kept only while an ESP may resend one.
+    "messaging.purge_esp_receipts": {
+        "task": "messaging.purge_esp_receipts",
+        "schedule": 3600.0,
+        "options": {"expires": 3000},
+    },
     # The push deliveries table is the queue; the same safety net for push sends.
     "pushproviders.sweep_push": {
         "task": "pushproviders.sweep_push",

@@ -51,3 +51,22 @@ class Handlers(Generic[H]):
         if entry not in self._imported:
             self._imported[entry] = import_string(entry)
         return self._imported[entry]
+
+
+class ByPath:
+    """A callable named by dotted path and imported at its first call: how an app's
+    apps.py connects a library's signal (django-anymail's `tracking`) to a module that
+    loads models, before the app registry is ready. Connect it with `weak=False`: nothing
+    else holds it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._handler: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._handler is None:
+            self._handler = import_string(self.path)
+        return self._handler(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"ByPath({self.path!r})"

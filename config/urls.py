@@ -29,9 +29,11 @@ urlpatterns = [
     path("", include("contacts.topics.api.urls")),
     path("", include("messaging.api.urls")),
     path("", include("pushproviders.api.urls")),
-    path("", include("automations.api.urls")),
     # The pages behind links in sent mail (open pixel, click redirect, unsubscribe).
     path("", include("messaging.public.urls")),
+    # ESP tracking webhooks (/webhooks/email/<esp>).
+    path("", include("messaging.webhooks.urls")),
+    path("", include("automations.api.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

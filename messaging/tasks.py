@@ -7,6 +7,7 @@ from celery import shared_task
 from django.conf import settings
 
 from messaging.services.delivery import EMAIL_QUEUE, emails_deliver_due
+from messaging.services.esp_events import esp_event_receipts_purge
 
 logger = logging.getLogger(__name__)
 
@@ -35,3 +36,12 @@ def sweep_emails() -> int:
     if claimed:
         logger.info("Email sweep claimed %d deliveries", claimed)
     return claimed
+
+
+@shared_task(name="messaging.purge_esp_receipts", ignore_result=True)
+def purge_esp_receipts() -> int:
+    """Deletes receipts of ESP events older than any ESP resends them."""
+    deleted = esp_event_receipts_purge()
+    if deleted:
+        logger.info("Purged %d ESP event receipts", deleted)
+    return deleted

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "anymail",
     "tenancy",
     "tenancy.preparedactions",
     "events",
@@ -250,6 +251,20 @@ if EMAIL_URL:
     EMAIL_USE_SSL = bool(_email.get("EMAIL_USE_SSL"))
 else:
     EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="messaging.backends.CaptureBackend")
+# django-anymail: an ESP's sending credentials and the secrets of its tracking webhook at
+# /webhooks/email/<esp> (docs/API.md, ESP webhooks). Every environment variable
+# `ANYMAIL_<NAME>` becomes `ANYMAIL["<NAME>"]` (e.g. ANYMAIL_POSTMARK_SERVER_TOKEN,
+# ANYMAIL_MAILGUN_WEBHOOK_SIGNING_KEY); empty ones are left out, since anymail would take an
+# empty signing key for a real one. ANYMAIL_WEBHOOK_SECRET is the basic-auth
+# `user:password` every webhook checks, comma-separated to accept an old and a new one
+# while rotating.
+ANYMAIL: dict[str, Any] = {
+    name.removeprefix("ANYMAIL_"): env.str(name)
+    for name in sorted(env.ENVIRON)
+    if name.startswith("ANYMAIL_") and name != "ANYMAIL_WEBHOOK_SECRET" and env.str(name)
+}
+if env.list("ANYMAIL_WEBHOOK_SECRET", default=[]):
+    ANYMAIL["WEBHOOK_SECRET"] = env.list("ANYMAIL_WEBHOOK_SECRET")
 # Prefixes every public link in messages (unsubscribe, tracking).
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 # Deliveries one worker claims and sends over one connection, and the lease on them.

@@ -1,16 +1,24 @@
-"""Staff console for emails (with their status timeline and delivery attempts) and the
-local capture's messages, previewed as a mail client would show them."""
+"""Staff console for emails (with their status timeline and delivery attempts), the email
+dead-letter queue (with requeue) and the local capture's messages, previewed as a mail
+client would show them."""
 
+import uuid
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from config.admin import ReadOnlyModelAdmin
-from messaging.models import CapturedMessage, Email
+from config.admin import BigTableAdmin, ReadOnlyModelAdmin
+from config.workqueue.models import WorkStatus
+from messaging.models import CapturedMessage, DeadLetteredEmailDelivery, Email, EmailDelivery
+from messaging.services.deadletter import email_deliveries_requeue
 
 _TIMELINE = (
     ("created", "created_at"),
@@ -84,6 +92,101 @@ class EmailAdmin(ReadOnlyModelAdmin):
             return "none (nothing to send)"
         error = f"; last error: {delivery.last_error}" if delivery.last_error else ""
         return f"{delivery.status} after {delivery.attempts} attempt(s){error}"
+
+
+class DeliveryErrorCodeFilter(admin.SimpleListFilter):
+    title = "error"
+    parameter_name = "error"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        codes = (
+            EmailDelivery.objects.filter(status=WorkStatus.DEAD_LETTERED)
+            .order_by("error_code")
+            .values_list("error_code", flat=True)
+            .distinct()
+        )
+        return [(code, code or "(none)") for code in codes]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(error_code=value)
+
+
+_DELIVERY_FIELDS = (
+    "email",
+    "project",
+    "email_status",
+    "status",
+    "attempts",
+    "error_code",
+    "last_error",
+    "next_attempt_at",
+    "lease_expires_at",
+    "created_at",
+)
+
+
+@admin.register(DeadLetteredEmailDelivery)
+class DeadLetteredEmailDeliveryAdmin(BigTableAdmin):
+    """Deliveries whose retries ran out (their emails are `failed`), with the last error;
+    requeue one or many: the email goes back to `queued` and the workers are woken."""
+
+    list_display = ["email", "project", "error_code", "short_error", "attempts", "created_at"]
+    list_filter = [DeliveryErrorCodeFilter]
+    list_select_related = ["email", "email__project"]
+    search_fields = ["=email__id", "=email__message_id", "last_error"]
+    search_help_text = "Email id or Message-ID (exact), or words of the last error."
+    readonly_fields = _DELIVERY_FIELDS
+    fields = _DELIVERY_FIELDS
+    actions = ["requeue"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).filter(status=WorkStatus.DEAD_LETTERED)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="project")
+    def project(self, obj: EmailDelivery) -> str:
+        return str(obj.email.project)
+
+    @admin.display(description="email status")
+    def email_status(self, obj: EmailDelivery) -> str:
+        return obj.email.status
+
+    @admin.display(description="last error")
+    def short_error(self, obj: EmailDelivery) -> str:
+        return obj.last_error[:120]
+
+    # Like the requeue button: staff who may only view the queue must not change it.
+    @admin.action(description="Requeue dead-lettered deliveries", permissions=["change"])
+    def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        count = email_deliveries_requeue(ids=queryset.values_list("pk", flat=True))
+        self.message_user(request, f"Requeued {count} deliveries.", messages.SUCCESS)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<uuid:object_id>/requeue/",
+                self.admin_site.admin_view(self.requeue_view),
+                name="messaging_deadletteredemaildelivery_requeue",
+            ),
+            *super().get_urls(),
+        ]
+
+    def requeue_view(self, request: HttpRequest, object_id: uuid.UUID) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        if email_deliveries_requeue(ids=[object_id]):
+            self.message_user(request, "Requeued the delivery.", messages.SUCCESS)
+        else:
+            self.message_user(request, "The delivery is no longer dead-lettered.", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:messaging_deadletteredemaildelivery_changelist"))
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        """Every field is read-only; state changes go through requeue only."""
 
 
 def _parsed(raw: bytes) -> EmailMessage:

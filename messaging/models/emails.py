@@ -135,6 +135,35 @@ class EmailDelivery(WorkItem):
         return f"delivery of {self.email_id}"
 
 
+class DeadLetteredEmailDelivery(EmailDelivery):
+    """The email dead-letter queue as the admin shows it: deliveries whose retries ran out."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "dead-lettered email delivery"
+        verbose_name_plural = "email dead-letter queue"
+
+
+class EspEventReceipt(models.Model):
+    """An ESP tracking event already recorded, by a fingerprint of what the ESP reported:
+    ESPs resend an event until they get a 200, and opens and clicks record a system event
+    each time, so a resent one must meet its receipt. Kept for a week (the purge)."""
+
+    id = models.BigAutoField(primary_key=True)
+    # sha256 of the ESP, event type, message id, recipient, the ESP's time and the URL.
+    fingerprint = models.CharField(max_length=64, unique=True)
+    received_at = models.DateTimeField(default=clock.now)
+
+    class Meta:
+        indexes = [
+            # Serves the purge of receipts past their retention, oldest first.
+            models.Index(fields=["received_at"], name="espeventreceipt_received_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.fingerprint
+
+
 class CapturedMessage(models.Model):
     """A message the local capture backend kept instead of sending (no `EMAIL_URL`): the
     raw bytes as an SMTP server would have received them, for the staff console."""

@@ -124,14 +124,18 @@ def console_rows(world):
     DomainFactory(project=world.project)
     email = EmailFactory(project=world.project)
     EmailDelivery.objects.create(email=email, next_attempt_at=occurred)
+    failed = EmailFactory(project=world.project, status="failed")
+    EmailDelivery.objects.create(
+        email=failed, status="dead_lettered", attempts=8, error_code="smtp_550"
+    )
     CapturedMessageFactory(email=email)
     provider = PushProviderFactory(app__project=world.project)
     PushInstallationFactory(app=provider.app, contact=contact)
-    PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
     automation = AutomationFactory(project=world.project, published=True)
     run = AutomationRunFactory(automation=automation, contact=contact, waiting=True)
     RunStepFactory(run=run, email=email)
     RunWaitFactory(run=run)
+    PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
     RunJob.objects.create(run=run, status="dead_lettered", last_error="Deadlock", attempts=8)
     return world
 
@@ -192,6 +196,7 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("tenancy.ApiKey", "revoke_keys"),
         ("contacts.Contact", "soft_delete"),
         ("events.DeadLetteredEvent", "requeue"),
+        ("messaging.DeadLetteredEmailDelivery", "requeue"),
         ("pushproviders.PushDelivery", "requeue"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
         ("django_celery_beat.PeriodicTask", "disable_tasks"),

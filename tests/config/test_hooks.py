@@ -1,7 +1,9 @@
 """Handler registries: a handler named by path is imported at first use and counts as the
 same handler as its callable."""
 
-from config.hooks import Handlers
+from django.dispatch import Signal
+
+from config.hooks import ByPath, Handlers
 from config.outbox import system_event_emit
 
 
@@ -39,3 +41,11 @@ def test_two_closures_of_one_name_are_two_handlers():
     handlers.register(two)
 
     assert handlers.all() == (one, two)
+
+
+def test_a_receiver_named_by_path_is_imported_at_its_first_call():
+    signal = Signal()
+    receiver = ByPath("tests.config.test_hooks.first")
+    signal.connect(receiver, weak=False)
+
+    assert signal.send(sender=None) == [(receiver, "first")]

@@ -1,0 +1,2 @@
+"""ESP tracking webhooks (`/webhooks/email/<esp>`): django-anymail's views, behind a guard
+that refuses callers it cannot authenticate, and the receiver of their events."""
