@@ -2,6 +2,7 @@
 SMTP side) lives in messaging/services/delivery.py."""
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import uuid
@@ -16,6 +17,7 @@ from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
+from config.bulk import rows_insert
 from contacts.models import Contact
 from contacts.selectors import contact_get
 from messaging.hooks import push_test_sender
@@ -74,8 +76,10 @@ class EmailRequest:
         return hashlib.sha256(encoded.encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=4096)
 def address_problem(value: str) -> str | None:
-    """Why `value` is not `a@b.c` or `Name <a@b.c>`, or None."""
+    """Why `value` is not `a@b.c` or `Name <a@b.c>`, or None. Remembered per process: a
+    batch of sends checks the same sender and recipients over and over."""
     address = parseaddr(value)[1]
     if not address or "\n" in value or "\r" in value:
         return "Must be an address, optionally with a name: `Name <a@b.c>`."
@@ -178,10 +182,24 @@ class Prepared:
     fields: dict[str, Any]
 
 
-def _prepare(
-    *, project: Project, request: EmailRequest, version: TemplateVersion | None = None
-) -> Prepared:
-    contact = _contact(project, request.contact_id)
+# A template and its published version, by (project, template): what a batch of sends
+# reads once however many of its emails use it.
+Templates = dict[tuple[Any, uuid.UUID], tuple[MessageTemplate, TemplateVersion]]
+_LOOK_UP = object()
+
+
+def _rendered(
+    *,
+    project: Project,
+    request: EmailRequest,
+    version: TemplateVersion | None = None,
+    contact: Any = _LOOK_UP,
+    templates: Templates | None = None,
+) -> dict[str, Any]:
+    """The email's fields but its recipients and status (the suppression list settles
+    those). `contact` is the request's contact when the caller has it loaded."""
+    if contact is _LOOK_UP:
+        contact = _contact(project, request.contact_id)
     to = _recipients(list(request.to), contact)
     _checked_address(request.from_email, "from")
     _checked_address(request.reply_to, "reply_to")
@@ -189,7 +207,14 @@ def _prepare(
     if version is not None:
         template = version.template
     elif request.template_id is not None:
-        template, version = _published_email_template(project, request.template_id)
+        if templates is None:
+            template, version = _published_email_template(project, request.template_id)
+        else:
+            found = templates.get((project.pk, request.template_id))
+            if found is None:
+                found = _published_email_template(project, request.template_id)
+                templates[(project.pk, request.template_id)] = found
+            template, version = found
     if version is not None:
         variables = template_context(
             project=project,
@@ -212,27 +237,39 @@ def _prepare(
         subject, html, text = request.subject, request.html, request.text
     sender = _sender(project, request.from_email, template)
     _checked_address(sender, "from")
-    suppressed = suppressed_among(project=project, emails=[bare_address(a) for a in to])
+    return {
+        "project": project,
+        "from_email": sender,
+        "to": to,
+        "reply_to": request.reply_to,
+        "subject": subject,
+        "html": html,
+        "text": text,
+        "tags": list(request.tags),
+        "data": dict(request.data or {}),
+        "template": template,
+        "template_version": version,
+        "contact": contact,
+        "message_id": message_id_for(sender),
+    }
+
+
+def _addressed(to: list[str], suppressed: set[str]) -> dict[str, Any]:
+    """Recipients and status: `to` minus the suppressed addresses; none left: suppressed."""
     recipients = [address for address in to if bare_address(address) not in suppressed]
-    return Prepared(
-        fields={
-            "project": project,
-            "from_email": sender,
-            "to": to,
-            "recipients": recipients,
-            "reply_to": request.reply_to,
-            "subject": subject,
-            "html": html,
-            "text": text,
-            "tags": list(request.tags),
-            "data": dict(request.data or {}),
-            "template": template,
-            "template_version": version,
-            "contact": contact,
-            "status": EmailStatus.QUEUED if recipients else EmailStatus.SUPPRESSED,
-            "message_id": message_id_for(sender),
-        }
-    )
+    return {
+        "recipients": recipients,
+        "status": EmailStatus.QUEUED if recipients else EmailStatus.SUPPRESSED,
+    }
+
+
+def _prepare(
+    *, project: Project, request: EmailRequest, version: TemplateVersion | None = None
+) -> Prepared:
+    fields = _rendered(project=project, request=request, version=version)
+    to = fields["to"]
+    suppressed = suppressed_among(project=project, emails=[bare_address(a) for a in to])
+    return Prepared(fields={**fields, **_addressed(to, suppressed)})
 
 
 def _store(prepared: Prepared, *, idempotency_key: str | None, fingerprint: str) -> Email:
@@ -291,6 +328,81 @@ def email_send(
     if winner is None:
         raise Conflict("A concurrent request with this Idempotency-Key failed; retry.")
     return _replayed(winner, fingerprint), False
+
+
+class EmailBatch:
+    """Emails made together, as a worker advancing many runs makes them: each is checked
+    and rendered when it is added (raising what `email_send` raises, so the caller can
+    tell which one failed; every template is read once per batch), and all are stored by
+    `store`: one query of the suppression list per project, one insert of the emails and
+    one of their delivery jobs, whatever their number. No idempotency keys: callers
+    deduplicate by their own unique keys, in the same transaction."""
+
+    def __init__(self) -> None:
+        self._templates: Templates = {}
+        self._pending: list[Email] = []
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def add(self, *, project: Project, request: EmailRequest, contact: Any = _LOOK_UP) -> Email:
+        """The email of `request`, not yet stored (its id is final; `store` settles its
+        recipients and status). `contact`: the request's contact, when the caller has it
+        loaded; else it is read by `request.contact_id`."""
+        fields = _rendered(
+            project=project, request=request, contact=contact, templates=self._templates
+        )
+        email = Email(**fields, recipients=list(fields["to"]), request_fingerprint="")
+        self._pending.append(email)
+        return email
+
+    def discard(self, emails: Sequence[Email]) -> None:
+        """Forgets emails added but no longer wanted (their sender's work was undone)."""
+        gone = {email.pk for email in emails}
+        self._pending = [email for email in self._pending if email.pk not in gone]
+
+    def store(self) -> list[Email]:
+        """Stores what was added, in the caller's transaction, and wakes delivery after it
+        commits; returns the emails, each with its final status."""
+        emails, self._pending = self._pending, []
+        if not emails:
+            return []
+        by_project: dict[Any, list[Email]] = {}
+        for email in emails:
+            by_project.setdefault(email.project_id, []).append(email)
+        for group in by_project.values():
+            suppressed = suppressed_among(
+                project=group[0].project,
+                emails={bare_address(address) for email in group for address in email.to},
+            )
+            for email in group:
+                for name, value in _addressed(list(email.to), suppressed).items():
+                    setattr(email, name, value)
+        now = clock.now()
+        for email in emails:
+            email.created_at = now
+        rows_insert(Email, emails)
+        queued = [email for email in emails if email.status == EmailStatus.QUEUED]
+        if queued:
+            rows_insert(
+                EmailDelivery,
+                [
+                    EmailDelivery(email=email, next_attempt_at=now, created_at=now)
+                    for email in queued
+                ],
+            )
+            transaction.on_commit(EMAIL_QUEUE.wake)
+        return emails
+
+
+def email_send_many(*, project: Project, requests: Sequence[EmailRequest]) -> list[Email]:
+    """Stores one email per request and queues their delivery, in bulk (`EmailBatch`);
+    the first invalid request raises and nothing is stored."""
+    batch = EmailBatch()
+    for request in requests:
+        batch.add(project=project, request=request)
+    with transaction.atomic():
+        return batch.store()
 
 
 class PushTestUnavailable(Conflict):
