@@ -88,7 +88,8 @@ class BatchWork(Generic[T]):
         raise NotImplementedError
 
     def kept(self, item: T) -> None:
-        """`item` succeeded: its writes will commit with the batch."""
+        """`item` succeeded: its writes will commit with the batch (in the one-savepoint
+        pass, unless `finish_together` then raises and the batch is redone)."""
 
     def dropped(self, item: T) -> None:
         """`item` failed: its writes were rolled back."""
