@@ -14,7 +14,8 @@ from typing import Any
 
 from automations.models import AutomationRun, RunJob, RunStep, RunWait
 from automations.queue import RUN_QUEUE
-from automations.services.engine import History, LiveEngine, Verdict
+from automations.services.engine import History, LiveEngine, Verdict, new_writes
+from automations.services.writes import Writes
 from config.workqueue.models import WorkStatus
 from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
 
@@ -23,7 +24,10 @@ __all__ = ["BatchOutcome", "runs_advance_batch", "runs_advance_due", "runs_claim
 
 class AdvanceWork(BatchWork[RunJob]):
     """Locks the batch's runs (in key order, as event processing does) and loads their
-    timelines and waits in three queries, then advances each run."""
+    timelines and waits in three queries, then advances each run. Run together, the
+    advances' writes are gathered and written at the end, for the whole batch at once
+    (automations/services/writes.py); run by run (after a failure), each advance writes
+    its own inside its savepoint."""
 
     def begin(self, items: list[RunJob]) -> None:
         ids = sorted(item.pk for item in items)
@@ -46,16 +50,24 @@ class AdvanceWork(BatchWork[RunJob]):
             run_id: History(steps.get(run_id, []), waits.get(run_id, [])) for run_id in self.runs
         }
         self.verdicts: dict[uuid.UUID, Verdict] = {}
+        self.writes: Writes | None = None
+
+    def begin_together(self, items: list[RunJob]) -> None:
+        self.writes = new_writes()
 
     def run(self, item: RunJob) -> None:
         run = self.runs.get(item.pk)
         if run is None:
             self.verdicts[item.pk] = Verdict("done")
             return
-        engine = LiveEngine(run=run, history=self.histories[run.id])
+        engine = LiveEngine(run=run, history=self.histories[run.id], writes=self.writes)
         verdict = engine.advance()
         engine.save()
         self.verdicts[item.pk] = verdict
+
+    def finish_together(self, items: list[RunJob]) -> None:
+        assert self.writes is not None
+        self.writes.flush()
 
     def dropped(self, item: RunJob) -> None:
         self.verdicts.pop(item.pk, None)
