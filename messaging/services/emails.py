@@ -90,6 +90,7 @@ def address_problem(value: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def bare_address(value: str) -> str:
     return parseaddr(value)[1]
 
