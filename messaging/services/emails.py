@@ -19,7 +19,7 @@ from config import clock
 from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
 from config.bulk import rows_insert
 from contacts.models import Contact
-from contacts.selectors import contact_get
+from contacts.selectors import contact_get, contact_list
 from messaging.hooks import push_test_sender
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion
@@ -397,11 +397,20 @@ class EmailBatch:
 
 
 def email_send_many(*, project: Project, requests: Sequence[EmailRequest]) -> list[Email]:
-    """Stores one email per request and queues their delivery, in bulk (`EmailBatch`);
-    the first invalid request raises and nothing is stored."""
+    """Stores one email per request and queues their delivery, in bulk (`EmailBatch`; the
+    requests' contacts read in one query); the first invalid request raises and nothing is
+    stored."""
+    wanted = {request.contact_id for request in requests if request.contact_id is not None}
+    contacts = contact_list(project=project).in_bulk(wanted) if wanted else {}
     batch = EmailBatch()
     for request in requests:
-        batch.add(project=project, request=request)
+        if request.contact_id is None:
+            batch.add(project=project, request=request, contact=None)
+            continue
+        contact = contacts.get(request.contact_id)
+        if contact is None:
+            raise ValidationFailed.at("contact_id", "No such contact.", code="not_found")
+        batch.add(project=project, request=request, contact=contact)
     with transaction.atomic():
         return batch.store()
 
