@@ -87,6 +87,7 @@ started = time.monotonic()
 deadline = started + {seconds}
 idle_since = None
 counts = {{"events": 0, "runs": 0, "emails": 0}}
+print("ready", flush=True)
 while time.monotonic() < deadline:
     events = events_process_batch().claimed
     runs = runs_advance_batch().claimed
@@ -310,6 +311,12 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
             )
             for _ in range(WORKERS)
         ]
+        # Paced from when both workers poll: a worker's start (Django, imports) took
+        # seconds on this machine, and the events of those seconds measured it.
+        for proc in procs:
+            assert proc.stdout is not None
+            while proc.stdout.readline().strip() not in ("ready", ""):
+                pass
         _post_events(server.base_url, keys["keys"]["project"], PACED_EVENTS, PACED_RATE)
         for proc in procs:
             proc.communicate(timeout=WORKER_BUDGET_SECONDS + 120)
