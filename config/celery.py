@@ -68,6 +68,12 @@ app.conf.beat_schedule = {
         "schedule": 5.0,
         "options": {"expires": 4},
     },
+    # Live usage counters (Redis) into the per-day rows; idempotent across crashes.
+    "tenancy.fold_usage": {
+        "task": "tenancy.fold_usage",
+        "schedule": 60.0,
+        "options": {"expires": 50},
+    },
     "preparedactions.expire": {
         "task": "preparedactions.expire",
         "schedule": 60.0,

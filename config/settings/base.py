@@ -289,6 +289,16 @@ PUSH_CLAIM_BATCH_SIZE = env.int("PUSH_CLAIM_BATCH_SIZE", default=100)
 PUSH_LEASE_SECONDS = env.float("PUSH_LEASE_SECONDS", default=120.0)
 PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
 
+# Requests per second each API key may make (docs/API.md, Rate limits); a team or its plan
+# may set its own. 0 turns the limit off.
+API_RATE_LIMIT = env.int("API_RATE_LIMIT", default=1000)
+# Seconds a process keeps usage counts before adding them to the shared counters.
+USAGE_FLUSH_SECONDS = env.float("USAGE_FLUSH_SECONDS", default=1.0)
+# The bearer token of GET /metrics (Prometheus); empty: the endpoint answers 404.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# `json`: one JSON object per log line, with the request id; `plain`: human-readable.
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -30,6 +30,8 @@ from messaging.services.domains import DkimKey, domain_dkim_key_for
 from messaging.services.htmltools import LenientHTMLParser
 from messaging.services.tokens import unsubscribe_token
 from messaging.services.tracking import Tracking, html_tracked
+from tenancy.models import Meter
+from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
@@ -311,6 +313,8 @@ class _Outcomes(BatchWork[EmailDelivery]):
             last_error=None,
         )
         if updated:
+            # Metered once the server took it; counted after this transaction commits.
+            usage_record(project=email.project, meter=Meter.EMAILS_SENT)
             system_event_emit(
                 project=email.project,
                 name="mail.send",

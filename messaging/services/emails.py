@@ -29,7 +29,8 @@ from messaging.selectors.templates import (
 )
 from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.rendering import render_email, template_context
-from tenancy.models import Project
+from tenancy.models import Meter, Project
+from tenancy.usage import usage_reserve
 
 IDEMPOTENCY_WINDOW = dt.timedelta(hours=24)
 MAX_RECIPIENTS = 50
@@ -270,8 +271,13 @@ def email_send(
                 idempotency_key=None
             )
     prepared = _prepare(project=project, request=request)
+    # A send the API accepts counts against the monthly email quota once; one to
+    # suppressed addresses only is not sent at all.
+    queued = prepared.fields["status"] == EmailStatus.QUEUED
     try:
-        return _store(prepared, idempotency_key=idempotency_key, fingerprint=fingerprint), True
+        with usage_reserve(project=project, meter=Meter.EMAILS_SENT, count=int(queued)):
+            email = _store(prepared, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        return email, True
     except IntegrityError:
         if idempotency_key is None:
             raise
@@ -323,20 +329,24 @@ def template_test_send(
     version = template_version_current(template=template)
     if version is None:
         raise Conflict("The template has no content to send.")
-    if template.channel == Channel.PUSH:
-        assert installation_id is not None
-        sender = push_test_sender()
-        if sender is None:
-            raise PushTestUnavailable()
-        push_id = sender(
-            project=project,
-            version=version,
-            installation_id=installation_id,
-            data=data,
-            contact_id=contact_id,
-        )
-        return TemplateTestSent(push_id=push_id)
-    assert to is not None
-    request = EmailRequest(to=[to], data=data, contact_id=contact_id, tags=["test"])
-    prepared = _prepare(project=project, request=request, version=version)
-    return TemplateTestSent(email_id=_store(prepared, idempotency_key=None, fingerprint="").id)
+    # Counted against the monthly template test quota (not the send quotas); nothing is
+    # stored when the test fails.
+    with usage_reserve(project=project, meter=Meter.TEMPLATE_TESTS):
+        if template.channel == Channel.PUSH:
+            assert installation_id is not None
+            sender = push_test_sender()
+            if sender is None:
+                raise PushTestUnavailable()
+            push_id = sender(
+                project=project,
+                version=version,
+                installation_id=installation_id,
+                data=data,
+                contact_id=contact_id,
+            )
+            return TemplateTestSent(push_id=push_id)
+        assert to is not None
+        request = EmailRequest(to=[to], data=data, contact_id=contact_id, tags=["test"])
+        prepared = _prepare(project=project, request=request, version=version)
+        email = _store(prepared, idempotency_key=None, fingerprint="")
+    return TemplateTestSent(email_id=email.id)

@@ -45,6 +45,8 @@ from pushproviders.transports import (
     PushTransport,
     transport_open,
 )
+from tenancy.models import Meter
+from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +185,8 @@ class _Outcomes(BatchWork[PushDelivery]):
             raise result.error
         if result is None:
             raise WorkError("The delivery was not attempted.", code="not_attempted")
+        # Metered once the provider took it; counted after this transaction commits.
+        usage_record(project=item.message.project, meter=Meter.PUSH_SENT)
         push_event_emit(name="push.send", message=item.message, delivery=item)
 
     def done_values(self, items: list[PushDelivery]) -> dict[str, Any]:
