@@ -1,9 +1,13 @@
 """The Celery app, its queues and the beat schedule: every periodic task is listed here."""
 
 import os
+from typing import Any
 
 from celery import Celery
+from celery.signals import before_task_publish, task_postrun, task_prerun
 from kombu import Queue
+
+from config.requestcontext import current_request_id, request_id_reset, request_id_set
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
@@ -82,3 +86,35 @@ app.conf.beat_schedule = {
 }
 
 app.autodiscover_tasks()
+
+
+# The request id travels with every task published while a request (or a task) is
+# served, and is bound while the task runs: its log lines carry the id of the request
+# that caused it.
+REQUEST_ID_HEADER = "request_id"
+_bound: dict[str, object] = {}
+
+
+@before_task_publish.connect
+def _carry_request_id(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    request_id = current_request_id()
+    if request_id and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, request_id)
+
+
+@task_prerun.connect
+def _bind_request_id(task_id: str | None = None, task: Any = None, **kwargs: Any) -> None:
+    request = getattr(task, "request", None)
+    # A worker makes message headers attributes of the request; `apply` keeps them apart.
+    request_id = getattr(request, REQUEST_ID_HEADER, None) or (
+        getattr(request, "headers", None) or {}
+    ).get(REQUEST_ID_HEADER)
+    if task_id is not None:
+        _bound[task_id] = request_id_set(request_id if isinstance(request_id, str) else None)
+
+
+@task_postrun.connect
+def _unbind_request_id(task_id: str | None = None, **kwargs: Any) -> None:
+    token = _bound.pop(task_id, None) if task_id is not None else None
+    if token is not None:
+        request_id_reset(token)

@@ -7,7 +7,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from config import clock
-from config.workqueue.models import WorkItem, due_index, lease_index
+from config.workqueue.models import WorkItem, dead_letter_index, due_index, lease_index
 from contacts.models import Contact
 from messaging.models import MessageTemplate, TemplateVersion
 from tenancy.models import Project, ProjectScopedModel
@@ -272,6 +272,7 @@ class PushDelivery(WorkItem):
             # Serve the workers' claim: due deliveries, and expired leases of dead workers.
             due_index("pushdelivery_due_idx"),
             lease_index("pushdelivery_lease_idx"),
+            dead_letter_index("pushdelivery_dead_idx"),
             # Serves the roll-up: does a message still have deliveries in flight?
             models.Index(
                 fields=["message"],

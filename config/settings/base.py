@@ -50,7 +50,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost: every error answer, even one made by the middleware below, is the envelope.
+    # The request id (logs, tasks, X-Request-Id) and the request metrics, around everything.
+    "config.api.middleware.RequestContextMiddleware",
+    # Every error answer, even one made by the middleware below, is the envelope.
     "config.api.middleware.ErrorEnvelopeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -302,15 +304,21 @@ LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "config.logs.JsonFormatter"},
+    },
     # Database errors quote rows (emails, field values); logs keep only what names the
-    # failure. Every handler carries the filter.
-    "filters": {"redact_database": {"()": "config.diagnostics.DatabaseErrorRedactor"}},
+    # failure. Every handler carries the filter, and the request id's.
+    "filters": {
+        "redact_database": {"()": "config.diagnostics.DatabaseErrorRedactor"},
+        "request_id": {"()": "config.logs.RequestIdFilter"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["redact_database"],
+            "formatter": "json" if LOG_FORMAT == "json" else "plain",
+            "filters": ["redact_database", "request_id"],
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},

@@ -7,7 +7,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from config import clock
-from config.workqueue.models import WorkItem, due_index, lease_index
+from config.workqueue.models import WorkItem, dead_letter_index, due_index, lease_index
 from messaging.models.templates import MessageTemplate, TemplateVersion
 from tenancy.models import Project
 
@@ -129,6 +129,7 @@ class EmailDelivery(WorkItem):
             # Serve the workers' claim: due deliveries, and expired leases of dead workers.
             due_index("emaildelivery_due_idx"),
             lease_index("emaildelivery_lease_idx"),
+            dead_letter_index("emaildelivery_dead_idx"),
         ]
 
     def __str__(self) -> str:
