@@ -11,7 +11,7 @@ scrape sees the counters of the process that answers it."""
 import hmac
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -32,7 +32,7 @@ from prometheus_client.registry import Collector
 
 from config import clock
 from config.api.exceptions import status_error_body
-from config.hooks import Handlers
+from config.metrics_hooks import metrics_sources
 from config.workqueue.models import DUE_STATUSES, WorkStatus
 from config.workqueue.registry import work_queue_models
 
@@ -49,19 +49,6 @@ LATENCY = Histogram(
     ["route", "method"],
     buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
-
-# Families add figures computed at scrape time: a callable returning metric families
-# (prometheus_client.core), registered by dotted path in their apps.py.
-MetricsSource = Callable[[], Iterable[Metric]]
-_sources: Handlers[MetricsSource] = Handlers()
-
-
-def register_metrics_source(source: MetricsSource | str) -> MetricsSource | str:
-    return _sources.register(source)
-
-
-def unregister_metrics_source(source: MetricsSource | str) -> None:
-    _sources.unregister(source)
 
 
 def request_observe(*, route: str, method: str, status: int, seconds: float) -> None:
@@ -105,7 +92,7 @@ class DatabaseCollector(Collector):
             processing.add_metric([label], rows.filter(status=WorkStatus.PROCESSING).count())
             dead.add_metric([label], rows.filter(status=WorkStatus.DEAD_LETTERED).count())
         yield from (depth, oldest, processing, dead)
-        for source in _sources.all():
+        for source in metrics_sources():
             try:
                 yield from source()
             except Exception:

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from contacts.hooks import register_contact_deleted_handler
+from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 from messaging.hooks import register_push_test_sender
 
 # A deleted contact's devices stop belonging to anyone the project knows.
@@ -9,6 +9,9 @@ register_contact_deleted_handler(
 )
 # Test sends of push templates (`POST /templates/{id}/test`) go through push sending.
 register_push_test_sender("pushproviders.services.sending.push_template_test_send")
+
+# A contact's push notifications on its timeline in the staff console.
+register_timeline_source("pushproviders.timeline.push_timeline")
 
 
 class PushProvidersConfig(AppConfig):

@@ -27,7 +27,8 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin with the staff console as its site (config/console.py).
+    "config.adminapp.ConsoleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -47,6 +48,8 @@ INSTALLED_APPS = [
     "messaging",
     "pushproviders",
     "automations",
+    # After every family: its admin module replaces one of theirs (console/admin.py).
+    "console",
 ]
 
 MIDDLEWARE = [

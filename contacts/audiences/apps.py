@@ -1,9 +1,12 @@
 from django.apps import AppConfig
 
-from contacts.hooks import register_contact_deleted_handler
+from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 
 # A deleted contact leaves every audience, in the deletion's transaction.
 register_contact_deleted_handler("contacts.audiences.services.memberships_remove_for_contact")
+
+# Its memberships on a contact's timeline in the staff console.
+register_timeline_source("contacts.audiences.timeline.membership_timeline")
 
 
 class AudiencesConfig(AppConfig):

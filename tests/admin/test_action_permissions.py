@@ -26,6 +26,7 @@ from django_celery_beat.models import (
 
 from events.models import Event, EventStatus, EventType
 from messaging.models import EmailDelivery
+from tenancy.models import UsageDay
 from tests.automations.factories import (
     AutomationFactory,
     AutomationRunFactory,
@@ -35,7 +36,7 @@ from tests.automations.factories import (
 from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
-from tests.factories import UserFactory
+from tests.factories import PlanFactory, UserFactory
 from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
@@ -135,6 +136,9 @@ def console_rows(world):
     RunStepFactory(run=run, email=email)
     RunWaitFactory(run=run)
     PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
+    world.team.plan = PlanFactory(events_ingested_per_month=1000)
+    world.team.save()
+    UsageDay.objects.create(project=world.project, date=occurred.date(), events_ingested=3)
     return world
 
 
@@ -196,6 +200,7 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("events.DeadLetteredEvent", "requeue"),
         ("messaging.DeadLetteredEmailDelivery", "requeue"),
         ("pushproviders.PushDelivery", "requeue"),
+        ("automations.AutomationRun", "cancel_runs"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
         ("django_celery_beat.PeriodicTask", "disable_tasks"),
         ("django_celery_beat.PeriodicTask", "toggle_tasks"),
