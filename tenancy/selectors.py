@@ -50,10 +50,8 @@ def plan_terms_get(*, team_id: str) -> PlanTerms:
 
     def load() -> PlanTerms | None:
         team = Team.objects.filter(id=team_id).select_related("plan").first()
-        if team is None:
-            return None
-        plan = team.plan
-        rate_limit = team.api_rate_limit
+        plan = team.plan if team is not None else None
+        rate_limit = team.api_rate_limit if team is not None else None
         if rate_limit is None and plan is not None:
             rate_limit = plan.api_rate_limit
         return PlanTerms(

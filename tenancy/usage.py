@@ -270,7 +270,7 @@ os.register_at_fork(after_in_child=_buffer.reset)
 def usage_record(*, project: Project, meter: str, count: int = 1) -> None:
     """Counts `count` of `meter` for the project today, once the current transaction
     commits (at once outside one). Costs no round trip: the process flushes every second."""
-    if count == 0:
+    if count == 0 or not settings.USAGE_METERING:
         return
     key = (str(project.id), str(project.team_id), today(), str(meter))
     transaction.on_commit(lambda: _buffer.add(key, count))
@@ -404,6 +404,8 @@ def usage_reserve(*, project: Project, meter: str, count: int = 1) -> Reservatio
     past it. Use it as a context manager around the write, and `settle(used)` when the
     write used fewer (duplicates). Unlimited meters only record what was used, after
     commit. Redis unreachable: the check lets the request through (logged)."""
+    if not settings.USAGE_METERING:
+        return Reservation(project=project, meter=meter, count=0, limited=False)
     terms = plan_terms_get(team_id=str(project.team_id))
     limit = terms.quota(meter)
     if limit is None or count <= 0:

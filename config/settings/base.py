@@ -297,6 +297,9 @@ PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
 # Requests per second each API key may make (docs/API.md, Rate limits); a team or its plan
 # may set its own. 0 turns the limit off.
 API_RATE_LIMIT = env.int("API_RATE_LIMIT", default=1000)
+# Usage metering and plan quotas (docs/API.md, Usage); off, nothing is counted and no
+# quota is checked.
+USAGE_METERING = env.bool("USAGE_METERING", default=True)
 # Seconds a process keeps usage counts before adding them to the shared counters.
 USAGE_FLUSH_SECONDS = env.float("USAGE_FLUSH_SECONDS", default=1.0)
 # The bearer token of GET /metrics (Prometheus); empty: the endpoint answers 404.

@@ -4,6 +4,7 @@ limits of teams and plans."""
 
 import pytest
 
+from config.redisclient import redis_client
 from tenancy.services import team_plan_forget, team_plan_set
 from tests.conftest import Api
 from tests.contacts.test_contacts_races import run_in_threads
@@ -130,3 +131,13 @@ def test_concurrent_requests_never_pass_the_limit(world, clock, settings):
 
     assert statuses.count(200) == 25
     assert statuses.count(429) == 25
+
+
+def test_the_limiter_loads_its_script_again_after_redis_forgot_it(api, world, clock, limit):
+    key = world.keys["project"]
+    assert api.get("/project", key=key).status_code == 200
+    redis_client().script_flush()
+
+    responses = [api.get("/project", key=key) for _ in range(3)]
+
+    assert [r.status_code for r in responses] == [200, 200, 429]
