@@ -20,7 +20,9 @@ from config.diagnostics import DatabaseErrorRedactor
 from config.logs import JsonFormatter
 from config.workqueue import wake
 from events.models import Event, EventStatus
+from events.services.processing import events_process_due
 from tenancy.api.base import ProjectView
+from tests.automations.factories import AutomationRunFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -127,6 +129,28 @@ def test_metrics_show_queue_depth_age_and_dead_letters(client, world, settings, 
     assert 'sendrealm_workqueue_dead_letters{queue="events.Event"} 1.0' in text
     for queue in ("messaging.EmailDelivery", "pushproviders.PushDelivery"):
         assert f'sendrealm_workqueue_depth{{queue="{queue}"}} 0.0' in text
+
+
+def test_metrics_show_runs_by_status_and_work_outcomes(client, world, settings, clock):
+    settings.METRICS_TOKEN = TOKEN
+    AutomationRunFactory(automation__project=world.project, waiting=True)
+    AutomationRunFactory(automation__project=world.project, waiting=True)
+    AutomationRunFactory(automation__project=world.project, completed=True)
+    Event.objects.create(
+        project=world.project,
+        event="order.completed",
+        email="ada@example.com",
+        occurred_at=clock(),
+        next_attempt_at=clock(),
+    )
+    events_process_due(budget_seconds=5)
+
+    text = scrape(client).content.decode()
+
+    assert 'sendrealm_automation_runs{status="waiting"} 2.0' in text
+    assert 'sendrealm_automation_runs{status="completed"} 1.0' in text
+    assert 'sendrealm_automation_runs{status="failed"} 0.0' in text
+    assert 'sendrealm_work_items_total{outcome="done",queue="events.Event"}' in text
 
 
 def test_metrics_are_not_limited_by_an_api_key_rate(client, world, settings):

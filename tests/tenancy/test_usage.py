@@ -6,10 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from config import netguard
 from config.redisclient import redis_client
 from events.models import Event
 from messaging.models import Email
 from messaging.services.delivery import emails_deliver_batch
+from pushproviders.models import PushMessage
 from tenancy.models import Meter, UsageDay, UsageFold
 from tenancy.services import team_plan_set
 from tenancy.usage import (
@@ -27,6 +29,9 @@ from tenancy.usage import (
 from tests.factories import PlanFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
 from tests.messaging.smtp_server import SmtpServer, smtp_server_for
+from tests.pushproviders import keys
+from tests.pushproviders.conftest import fake_resolve
+from tests.pushproviders.sending import push_world
 
 # Counts are recorded after commit, as in production: every test commits for real.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -331,3 +336,33 @@ def test_the_usage_shows_the_plan_and_its_quotas(api, world, clock):
     assert data["plan"]["quotas"]["events_ingested"] == 100
     assert data["plan"]["quotas"]["emails_sent"] == 10
     assert data["plan"]["quotas"]["push_sent"] is None
+
+
+@pytest.fixture
+def push_names() -> Iterator[None]:
+    # The providers' hosts, as the push tests resolve them (no DNS here).
+    netguard.set_resolver(fake_resolve)
+    yield
+    netguard.set_resolver(None)
+
+
+def test_a_push_send_needs_room_for_every_delivery_it_queues(api, world, clock, push_names):
+    push = push_world(api, world)
+    push.fcm()
+    push.apns()
+    ada = push.contact(first_name="Ada")
+    first = push.install(ada, "fcm", "fcm-device-token-0001")
+    push.install(ada, "apns", keys.APNS_TOKEN)
+    on_plan(world, push_sent=2)
+    test = {"installation_id": str(first.id), "title": "Test"}
+    assert api.post("/push/tests", test, key=world.keys["project"]).status_code == 202
+
+    # Two deliveries, one left: refused whole, nothing stored.
+    response = push.send({"contact_id": str(ada.id), "title": "Hi", "body": "Shipped"})
+
+    assert response.status_code == 422
+    assert "meter push_sent; limit 2 per month" in response.json()["error"]["details"]
+    assert "1 left, 2 asked" in response.json()["error"]["details"]
+    assert PushMessage.objects.filter(project=world.project).count() == 1
+    assert api.post("/push/tests", test, key=world.keys["project"]).status_code == 202
+    assert api.post("/push/tests", test, key=world.keys["project"]).status_code == 422
