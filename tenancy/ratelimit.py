@@ -1,11 +1,20 @@
-"""Requests per second per API key: a sliding window in Redis, one script call a request.
+"""Requests per second per API key: a sliding window in Redis, one script call (one round
+trip) each time a process needs room.
 
 The window is the current second's count plus the previous second's, weighted by how much
 of it still lies within the last second (the sliding window counter of Cloudflare and
 others: exact enough, two small keys per key and no per-request log). A refused request
 is not counted, so a client that keeps retrying gets the limit's worth through each
 second. The limit is the team's, else its plan's, else the API_RATE_LIMIT setting; 0 is
-no limit. Without Redis (the embedded default) the window is kept per process."""
+no limit. Without Redis (the embedded default) the window is kept per process.
+
+A busy key would cost every request a round trip to Redis (on a loaded machine, most of
+the limiter's price is that wait). So a process takes room for a few requests at once
+(a lease: 1 % of the limit, at most LEASE_MAX, for the current second only) and spends it
+locally. Room is only ever taken from the shared window, never assumed, so the limit
+holds exactly across processes; what a process took and did not use in its second is
+lost, so a key may meet 429 up to one lease per process early. Limits under 200 per
+second lease one request at a time: every request asks Redis."""
 
 import hashlib
 import logging
@@ -27,17 +36,21 @@ from tenancy.selectors import plan_terms_get
 
 logger = logging.getLogger(__name__)
 
+LEASE_FRACTION = 0.01
+LEASE_MAX = 100
+
 # KEYS: this second's counter, the previous second's. ARGV: limit, the previous second's
-# weight. Returns {allowed, current count, previous count}.
+# weight, the requests wanted. Grants what fits, up to what was wanted. Returns
+# {granted, current count, previous count}.
 _WINDOW = """
-local current = redis.call('INCR', KEYS[1])
-if current == 1 then redis.call('PEXPIRE', KEYS[1], 2500) end
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
-if previous * tonumber(ARGV[2]) + current > tonumber(ARGV[1]) then
-  redis.call('DECR', KEYS[1])
-  return {0, current - 1, previous}
-end
-return {1, current, previous}
+local room = math.floor(tonumber(ARGV[1]) - previous * tonumber(ARGV[2]) - current)
+local granted = math.min(tonumber(ARGV[3]), room)
+if granted <= 0 then return {0, current, previous} end
+current = redis.call('INCRBY', KEYS[1], granted)
+if current == granted then redis.call('PEXPIRE', KEYS[1], 2500) end
+return {granted, current, previous}
 """
 
 
@@ -84,14 +97,16 @@ def _connection(client: redis.Redis) -> Any:
     return connection
 
 
-def _window(client: redis.Redis, keys: list[str], limit: int, weight: float) -> list[int]:
+def _window(
+    client: redis.Redis, keys: list[str], limit: int, weight: float, wanted: int
+) -> list[int]:
     connection = _connection(client)
     try:
-        connection.send_command("EVALSHA", _SHA, 2, *keys, limit, weight)
+        connection.send_command("EVALSHA", _SHA, 2, *keys, limit, weight, wanted)
         try:
             reply = connection.read_response()
         except redis.exceptions.NoScriptError:
-            connection.send_command("EVAL", _WINDOW, 2, *keys, limit, weight)
+            connection.send_command("EVAL", _WINDOW, 2, *keys, limit, weight, wanted)
             reply = connection.read_response()
     except (redis.ConnectionError, redis.TimeoutError):
         # Connected again at the next request.
@@ -101,15 +116,45 @@ def _window(client: redis.Redis, keys: list[str], limit: int, weight: float) -> 
 
 
 def _decision(
-    allowed: bool, limit: int, current: int, previous: int, weight: float
+    allowed: bool, limit: int, current: int, previous: int, weight: float, leased: int = 0
 ) -> RateDecision:
     used = previous * weight + current
     return RateDecision(
         allowed=allowed,
         limit=limit,
-        remaining=max(math.floor(limit - used), 0),
+        remaining=max(math.floor(limit - used), 0) + leased,
         reset=1,
     )
+
+
+@dataclass(slots=True)
+class _Lease:
+    """Room this process took for a key in one second and has not spent yet."""
+
+    second: int
+    left: int
+    # The window's room after the lease was taken (for RateLimit-Remaining).
+    room: int
+
+
+_leases: dict[str, _Lease] = {}
+_leases_lock = threading.Lock()
+
+
+def _spend_lease(key_id: str, second: int, limit: int) -> RateDecision | None:
+    with _leases_lock:
+        lease = _leases.get(key_id)
+        if lease is None or lease.second != second or lease.left <= 0:
+            return None
+        lease.left -= 1
+        return RateDecision(allowed=True, limit=limit, remaining=lease.room + lease.left, reset=1)
+
+
+def _keep_lease(key_id: str, second: int, left: int, room: int) -> None:
+    with _leases_lock:
+        if len(_leases) > 10_000:
+            _leases.clear()
+        _leases[key_id] = _Lease(second=second, left=left, room=room)
 
 
 def rate_limit_hit(key: KeyRecord) -> RateDecision | None:
@@ -124,9 +169,14 @@ def rate_limit_hit(key: KeyRecord) -> RateDecision | None:
     client = redis_client()
     if client is None:
         return _local_hit(key.id, limit, second, weight)
+    wanted = min(LEASE_MAX, max(1, int(limit * LEASE_FRACTION)))
+    if wanted > 1:
+        spent = _spend_lease(key.id, second, limit)
+        if spent is not None:
+            return spent
     try:
-        allowed, current, previous = _window(
-            client, [f"rl:{key.id}:{second}", f"rl:{key.id}:{second - 1}"], limit, weight
+        granted, current, previous = _window(
+            client, [f"rl:{key.id}:{second}", f"rl:{key.id}:{second - 1}"], limit, weight, wanted
         )
     except redis.RedisError:
         global _warned_at
@@ -134,7 +184,10 @@ def rate_limit_hit(key: KeyRecord) -> RateDecision | None:
             _warned_at = time.monotonic()
             logger.warning("The rate limiter cannot reach Redis; requests pass unlimited")
         return None
-    return _decision(bool(allowed), limit, int(current), int(previous), weight)
+    decision = _decision(granted > 0, limit, current, previous, weight, leased=max(granted - 1, 0))
+    if granted > 1:
+        _keep_lease(key.id, second, granted - 1, decision.remaining - (granted - 1))
+    return decision
 
 
 _local_lock = threading.Lock()
