@@ -36,7 +36,9 @@ def _check(server: Server, key: str, *, limited: bool) -> None:
             raise RuntimeError(f"{server.base_url}: the limiter is not as configured")
 
 
-def _measure(ctx: Context, server: Server, key: str) -> Measurement:
+def _measure(
+    ctx: Context, server: Server, key: str, *, duration: float | None = None
+) -> Measurement:
     body = json.dumps({"event": "bench.limits", "email": "bench@example.com"}).encode()
     spec = HttpSpec.build(
         server.base_url,
@@ -45,7 +47,7 @@ def _measure(ctx: Context, server: Server, key: str) -> Measurement:
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
         body=body,
     )
-    return ctx._run(spec, CLIENTS, None, None)
+    return ctx._run(spec, CLIENTS, duration, None)
 
 
 def _merged(runs: list[Measurement]) -> dict[str, float]:
@@ -62,6 +64,9 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
     try:
         _check(on, key, limited=True)
         _check(off, key, limited=False)
+        # Every worker of both servers connected and warm before anything counts.
+        for server in (on, off):
+            _measure(ctx, server, key, duration=1.0)
         measured: dict[str, list[Measurement]] = {"on": [], "off": []}
         for round_ in range(ROUNDS):
             order = (("on", on), ("off", off)) if round_ % 2 == 0 else (("off", off), ("on", on))
