@@ -17,6 +17,7 @@ class Queues:
     DEFAULT = "default"
     EVENTS = "events"
     MESSAGING = "messaging"
+    IMPORTS = "imports"
 
 
 app.conf.task_default_queue = Queues.DEFAULT
@@ -26,10 +27,14 @@ app.conf.task_queues = [
     Queue(Queues.DEFAULT, routing_key=Queues.DEFAULT),
     Queue(Queues.EVENTS, routing_key=Queues.EVENTS),
     Queue(Queues.MESSAGING, routing_key=Queues.MESSAGING),
+    # Commits apply thousands of rows per task: their own queue keeps events and sends
+    # from waiting behind them when workers are split by queue.
+    Queue(Queues.IMPORTS, routing_key=Queues.IMPORTS),
 ]
 app.conf.task_routes = {
     "events.*": {"queue": Queues.EVENTS},
     "messaging.*": {"queue": Queues.MESSAGING},
+    "imports.*": {"queue": Queues.IMPORTS},
 }
 
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
@@ -52,6 +57,12 @@ app.conf.beat_schedule = {
         "task": "messaging.sweep_emails",
         "schedule": 5.0,
         "options": {"expires": 4},
+    },
+    # The import chunks table is the queue of commits; the same safety net for them.
+    "imports.sweep": {
+        "task": "imports.sweep",
+        "schedule": 10.0,
+        "options": {"expires": 9},
     },
     "preparedactions.expire": {
         "task": "preparedactions.expire",

@@ -29,6 +29,7 @@ urlpatterns = [
     path("", include("contacts.topics.api.urls")),
     path("", include("messaging.api.urls")),
     path("", include("pushproviders.api.urls")),
+    path("", include("imports.api.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

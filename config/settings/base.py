@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "contacts.topics",
     "messaging",
     "pushproviders",
+    "imports",
 ]
 
 MIDDLEWARE = [
