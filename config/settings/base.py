@@ -180,6 +180,10 @@ SPECTACULAR_SETTINGS = {
         "PushProviderStatusEnum": "pushproviders.models.ProviderStatus",
         "PushPlatformEnum": "pushproviders.models.Platform",
         "ApnsEnvironmentEnum": "pushproviders.models.ApnsEnvironment",
+        "ImportStatusEnum": "imports.models.ImportStatus",
+        "ImportSourceEnum": "imports.models.ImportSource",
+        "ImportRowStatusEnum": "imports.models.RowStatus",
+        "ImportRowErrorEnum": "imports.models.RowError",
     },
 }
 

@@ -30,6 +30,7 @@ from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
 from tests.factories import UserFactory
+from tests.imports.factories import ImportChunkFactory
 from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
@@ -116,6 +117,7 @@ def console_rows(world):
     CapturedMessageFactory(email=email)
     provider = PushProviderFactory(app__project=world.project)
     PushInstallationFactory(app=provider.app, contact=contact)
+    ImportChunkFactory(import_record__project=world.project, dead=True)
     return world
 
 
@@ -175,6 +177,7 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("tenancy.ApiKey", "revoke_keys"),
         ("contacts.Contact", "soft_delete"),
         ("events.DeadLetteredEvent", "requeue"),
+        ("imports.ImportChunk", "requeue"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
         ("django_celery_beat.PeriodicTask", "disable_tasks"),
         ("django_celery_beat.PeriodicTask", "toggle_tasks"),
