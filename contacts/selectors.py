@@ -8,10 +8,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
 from django.db.models import Q, QuerySet
 
 from config.api.jsonvalues import json_size
+from config.db import binary_cursor
 from contacts.models import Contact
 from contacts.normalization import normalise_email
 from tenancy.models import Project
@@ -120,8 +120,8 @@ SELECT c.id, c.updated_at, c.external_id,
             THEN (COALESCE(c.fields, '{{}}'::jsonb) || u.fields)::text END
 FROM (
     SELECT n, email, external_id, fields::jsonb AS fields
-    FROM unnest(%(n)s::int[], %(emails)s::varchar[], %(external_ids)s::varchar[],
-                %(fields)s::text[]) AS t(n, email, external_id, fields)
+    FROM unnest(%(n)b::int[], %(emails)b::varchar[], %(external_ids)b::varchar[],
+                %(fields)b::text[]) AS t(n, email, external_id, fields)
 ) u
 LEFT JOIN {table} c
     ON c.project_id = %(project_id)s AND c.deleted_at IS NULL AND c.{identity} = u.{identity}
@@ -142,7 +142,7 @@ def contact_upsert_matches(
     if not candidates:
         return []
     identity = "external_id" if by == "external_id" else "email"
-    with connection.cursor() as cursor:
+    with binary_cursor() as cursor:
         cursor.execute(
             _MATCH_SQL.format(table=Contact._meta.db_table, identity=identity),
             {

@@ -12,6 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked, stored_json_issues
+from config.db import binary_cursor
 from config.models import model_update
 from config.outbox import SystemEvent, system_event_emit, system_events_emit
 from contacts.errors import EmailTaken, ExternalIdTaken
@@ -411,8 +412,8 @@ _UPSERT_MANY_SQL = """
 INSERT INTO {table}
     (id, project_id, email, external_id, fields, created_at, updated_at, deleted_at)
 SELECT u.id, %(project_id)s, u.email, u.external_id, u.fields::jsonb, %(now)s, %(now)s, NULL
-FROM unnest(%(ids)s::uuid[], %(emails)s::varchar[], %(external_ids)s::varchar[],
-            %(fields)s::text[]) AS u(id, email, external_id, fields)
+FROM unnest(%(ids)b::uuid[], %(emails)b::varchar[], %(external_ids)b::varchar[],
+            %(fields)b::text[]) AS u(id, email, external_id, fields)
 ON CONFLICT (project_id, {identity}) WHERE deleted_at IS NULL AND {identity} IS NOT NULL
 DO UPDATE SET
     fields = {table}.fields || EXCLUDED.fields,
@@ -446,7 +447,7 @@ def contacts_upsert_many(
     # Rows locked in a stable order, so two bulk writers cannot deadlock on each other.
     order = sorted(range(len(candidates)), key=lambda i: getattr(candidates[i], identity) or "")
     now = clock.now()
-    with connection.cursor() as cursor:
+    with binary_cursor() as cursor:
         cursor.execute(
             _UPSERT_MANY_SQL.format(table=Contact._meta.db_table, identity=identity),
             {
@@ -493,10 +494,11 @@ def contacts_lock_active(
     as `contact_find_for_update` does for one."""
     if not contact_ids:
         return {}
-    locked = (
-        Contact.objects.select_for_update()
-        .filter(project=project, id__in=list(contact_ids), deleted_at__isnull=True)
-        .order_by("id")
-        .values_list("id", "email", "external_id")
-    )
-    return {contact_id: (email, external_id) for contact_id, email, external_id in locked}
+    with binary_cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, email, external_id FROM {Contact._meta.db_table} "  # noqa: S608
+            "WHERE project_id = %b AND id = ANY(%b) AND deleted_at IS NULL "
+            "ORDER BY id FOR UPDATE",
+            [project.id, sorted(contact_ids)],
+        )
+        return {contact_id: (email, external_id) for contact_id, email, external_id in cursor}

@@ -24,7 +24,7 @@ def import_chunks(*, record: Import) -> QuerySet[ImportChunk]:
     return ImportChunk.objects.filter(import_record=record).order_by("first_row")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StoredRow:
     """An import row as planning reads it; `fields_json` stays text until needed."""
 

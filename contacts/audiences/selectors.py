@@ -6,6 +6,7 @@ from collections.abc import Collection
 from django.db.models import Prefetch, QuerySet
 from django.db.models.functions import Lower
 
+from config.db import binary_cursor
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
 from tenancy.models import Project
 
@@ -64,8 +65,10 @@ def memberships_existing(
     memberships, in one query."""
     if not audience_ids or not contact_ids:
         return set()
-    return set(
-        AudienceMembership.objects.filter(
-            audience_id__in=list(audience_ids), contact_id__in=list(contact_ids)
-        ).values_list("audience_id", "contact_id")
-    )
+    with binary_cursor() as cursor:
+        cursor.execute(
+            f"SELECT audience_id, contact_id FROM {AudienceMembership._meta.db_table} "  # noqa: S608
+            "WHERE audience_id = ANY(%b) AND contact_id = ANY(%b)",
+            [list(audience_ids), list(contact_ids)],
+        )
+        return set(cursor.fetchall())

@@ -4,11 +4,12 @@ import uuid
 from collections.abc import Collection
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked
+from config.db import binary_cursor
 from config.models import model_update
 from config.outbox import SystemEvent, system_events_emit
 from contacts.audiences.errors import NameTaken, PropertyKeyTaken
@@ -224,7 +225,7 @@ def audiences_ensure(*, project: Project, names: Collection[str]) -> dict[str, A
 _ADD_MEMBERS_SQL = """
 INSERT INTO {table} (id, audience_id, contact_id, properties, created_at, updated_at)
 SELECT gen_random_uuid(), u.audience_id, u.contact_id, '{{}}'::jsonb, %(now)s, %(now)s
-FROM unnest(%(audiences)s::uuid[], %(contacts)s::uuid[]) AS u(audience_id, contact_id)
+FROM unnest(%(audiences)b::uuid[], %(contacts)b::uuid[]) AS u(audience_id, contact_id)
 ON CONFLICT (audience_id, contact_id) DO NOTHING
 RETURNING audience_id, contact_id
 """
@@ -252,7 +253,7 @@ def memberships_add_many(
     )
     if not live:
         return set()
-    with connection.cursor() as cursor:
+    with binary_cursor() as cursor:
         cursor.execute(
             _ADD_MEMBERS_SQL.format(table=AudienceMembership._meta.db_table),
             {

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.db.models import Prefetch, QuerySet
 from django.db.models.functions import Lower
 
+from config.db import binary_cursor
 from contacts.models import Contact
 from contacts.selectors import contact_list
 from contacts.topics.models import Subscription, SubscriptionStatus, Topic
@@ -89,8 +90,10 @@ def subscriptions_existing(
     explicit choice (either status), in one query."""
     if not topic_ids or not contact_ids:
         return set()
-    return set(
-        Subscription.objects.filter(
-            topic_id__in=list(topic_ids), contact_id__in=list(contact_ids)
-        ).values_list("topic_id", "contact_id")
-    )
+    with binary_cursor() as cursor:
+        cursor.execute(
+            f"SELECT topic_id, contact_id FROM {Subscription._meta.db_table} "  # noqa: S608
+            "WHERE topic_id = ANY(%b) AND contact_id = ANY(%b)",
+            [list(topic_ids), list(contact_ids)],
+        )
+        return set(cursor.fetchall())

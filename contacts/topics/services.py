@@ -4,10 +4,11 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
+from config.db import binary_cursor
 from config.models import model_update
 from config.outbox import SystemEvent, system_events_emit
 from contacts.services import contact_event_emit, contact_get_for_update, contacts_lock_active
@@ -140,7 +141,7 @@ _SUBSCRIBE_SQL = """
 INSERT INTO {table} (id, topic_id, contact_id, status, source, changed_at, created_at, updated_at)
 SELECT gen_random_uuid(), u.topic_id, u.contact_id, %(status)s, %(source)s, %(now)s, %(now)s,
        %(now)s
-FROM unnest(%(topics)s::uuid[], %(contacts)s::uuid[]) AS u(topic_id, contact_id)
+FROM unnest(%(topics)b::uuid[], %(contacts)b::uuid[]) AS u(topic_id, contact_id)
 ON CONFLICT (topic_id, contact_id) DO NOTHING
 RETURNING topic_id, contact_id
 """
@@ -169,7 +170,7 @@ def subscriptions_subscribe_many(
     live = sorted((topic.id, contact_id) for topic, contact_id in pairs if contact_id in identities)
     if not live:
         return set()
-    with connection.cursor() as cursor:
+    with binary_cursor() as cursor:
         cursor.execute(
             _SUBSCRIBE_SQL.format(table=Subscription._meta.db_table),
             {

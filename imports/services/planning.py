@@ -58,7 +58,7 @@ def no_changes() -> dict[str, int]:
     return dict.fromkeys(CHANGES, 0)
 
 
-@dataclass
+@dataclass(slots=True)
 class RowPlan:
     """What one row would do. `counts` counts the mutations by kind (a row joining two
     audiences creates two memberships); `changes` names the kinds, each once."""
@@ -80,10 +80,10 @@ class RowPlan:
         return self.row.email if self.row.email is not None else self.row.external_id
 
     def digest_line(self) -> bytes:
-        counts = ",".join(str(self.counts.get(name, 0)) for name in CHANGES)
+        # `counts` holds non-zero counts only, in CHANGES order: its repr is canonical.
         return (
             f"{self.row.row_number}|{self.status}|{self.error_code}|{self.action}|"
-            f"{self.contact_id}|{self.version}|{counts}\n"
+            f"{self.contact_id}|{self.version}|{self.counts}\n"
         ).encode()
 
 
@@ -145,12 +145,17 @@ class Planner:
             )
         )
         contact_ids = {m.contact_id for m in matches.values() if m.contact_id is not None}
-        members = memberships_existing(
-            audience_ids=self._ids(valid, "audiences", self.audiences), contact_ids=contact_ids
-        )
-        subscribed = subscriptions_existing(
-            topic_ids=self._ids(valid, "topics", self.topics), contact_ids=contact_ids
-        )
+        members: set[tuple[uuid.UUID, uuid.UUID]] = set()
+        if self.mapping.audiences:
+            members = memberships_existing(
+                audience_ids=self._ids(valid, "audiences", self.audiences),
+                contact_ids=contact_ids,
+            )
+        subscribed: set[tuple[uuid.UUID, uuid.UUID]] = set()
+        if self.mapping.topics:
+            subscribed = subscriptions_existing(
+                topic_ids=self._ids(valid, "topics", self.topics), contact_ids=contact_ids
+            )
         plans = []
         for row in rows:
             if row.status != RowStatus.VALID:
@@ -182,11 +187,18 @@ class Planner:
         # merged fields would exceed the project's bound.
         if match.external_id_taken or match.too_large:
             return _invalid(row, RowError.INVALID_VALUE)
-        topics = [self.topics.get(name.lower()) for name in row.topics]
-        if any(topic is None for topic in topics):
+        topics = [self.topics.get(name.lower()) for name in row.topics] if row.topics else []
+        if None in topics:
             return _invalid(row, RowError.INVALID_VALUE)
-        counts = no_changes()
         contact_id = match.contact_id
+        if not (row.audiences or topics or self.open_keys):
+            # The common row: a contact and its fields only.
+            if contact_id is None:
+                return self._planned(row, match, CREATE, {CONTACTS_CREATED: 1})
+            if match.fields_change or match.external_id_change:
+                return self._planned(row, match, UPDATE, {CONTACTS_UPDATED: 1})
+            return self._planned(row, match, SKIP, {})
+        counts = no_changes()
         if contact_id is None:
             counts[CONTACTS_CREATED] = 1
         elif match.fields_change or match.external_id_change:
@@ -218,13 +230,20 @@ class Planner:
             action = UPDATE
         else:
             action = SKIP
+        return self._planned(
+            row, match, action, {name: count for name, count in counts.items() if count}
+        )
+
+    def _planned(
+        self, row: StoredRow, match: UpsertMatch, action: str, counts: dict[str, int]
+    ) -> RowPlan:
         return RowPlan(
             row=row,
             status=RowStatus.VALID,
             action=action,
-            contact_id=contact_id,
+            contact_id=match.contact_id,
             version=clock.iso_utc(match.version) if match.version is not None else None,
-            counts={name: count for name, count in counts.items() if count},
+            counts=counts,
         )
 
 
