@@ -38,6 +38,10 @@ SAMPLE_BYTES = 64 * 1024
 # Bytes decoded per step while checking that a file is valid in an encoding.
 SCAN_BYTES = 1024 * 1024
 DELIMITERS = ",;\t|"
+# One row (header included) is read whole: at most this many characters.
+MAX_RECORD_CHARS = 1024 * 1024
+# Header names kept on the import (the file may have more; only mapped ones matter).
+MAX_COLUMNS_KEPT = 1000
 # Control characters other than tab, newlines and form feed: text files have none.
 _CONTROL = frozenset(chr(code) for code in range(32)) - {"\t", "\n", "\r", "\x0c"}
 
@@ -139,13 +143,36 @@ def csv_opened(stream: IO[bytes], *, encoding: str | None, delimiter: str | None
     return CsvSource(stream=stream, encoding=chosen, delimiter=delimiter)
 
 
+class _RecordTooLong(Exception):
+    pass
+
+
+class _BoundedLines:
+    """The lines of a text stream for the CSV reader, with a bound on one record: the
+    reader holds a whole record in memory, and quoted cells may join lines without end."""
+
+    def __init__(self, text: IO[str], limit: int) -> None:
+        self.text = text
+        self.limit = limit
+        # Characters read since the reader last finished a record.
+        self.pending = 0
+
+    def __iter__(self) -> Iterator[str]:
+        while line := self.text.readline(self.limit + 1):
+            self.pending += len(line)
+            if self.pending > self.limit:
+                raise _RecordTooLong()
+            yield line
+
+
 def _csv_rows(source: CsvSource, mapping: ColumnMapping) -> Iterator[dict[str, str] | None]:
     """The data rows as {mapped column: cell}; None for a row with more cells than the
     header (its values cannot be placed). Blank lines are skipped. Reads the header first
     (into `source.columns`) and checks that every mapped column is in it."""
     text = io.TextIOWrapper(source.stream, encoding=source.encoding, newline="")
+    lines = _BoundedLines(text, MAX_RECORD_CHARS)
     try:
-        reader = csv.reader(text, delimiter=source.delimiter)
+        reader = csv.reader(lines, delimiter=source.delimiter)
         try:
             try:
                 header = next(reader)
@@ -160,6 +187,7 @@ def _csv_rows(source: CsvSource, mapping: ColumnMapping) -> Iterator[dict[str, s
             positions = [(column, source.columns.index(column)) for column in mapping.columns]
             width = len(source.columns)
             for cells in reader:
+                lines.pending = 0
                 if not any(cell.strip() for cell in cells):
                     continue
                 if len(cells) > width and any(cell.strip() for cell in cells[width:]):
@@ -172,6 +200,12 @@ def _csv_rows(source: CsvSource, mapping: ColumnMapping) -> Iterator[dict[str, s
         except csv.Error as error:
             raise _file_issue(
                 f"The file could not be read as CSV at line {reader.line_num}: {error}.",
+                "not_csv",
+            ) from None
+        except _RecordTooLong:
+            raise _file_issue(
+                f"A row from line {reader.line_num} on is longer than {MAX_RECORD_CHARS} "
+                "characters (an unclosed quote?).",
                 "not_csv",
             ) from None
         except UnicodeDecodeError:
@@ -377,7 +411,7 @@ def import_create_from_csv(
         )
         sink = _RowSink(record, parsed, typed=False)
         sink.write(_csv_rows(source, parsed))
-        record.columns = source.columns
+        record.columns = source.columns[:MAX_COLUMNS_KEPT]
         sink.finish()
     return record
 
@@ -406,7 +440,7 @@ def import_create_from_rows(
             source=ImportSource.JSON,
             mapping=dict(mapping),
             automation_effects=automation_effects,
-            columns=list(columns)[:1000],
+            columns=list(columns)[:MAX_COLUMNS_KEPT],
         )
         sink = _RowSink(record, parsed, typed=True)
         sink.write(rows)

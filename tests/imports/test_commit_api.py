@@ -190,6 +190,18 @@ def test_a_commit_with_nothing_to_change_is_committed_at_once(imports, world):
     assert drain() == 0
 
 
+def test_a_file_of_a_header_alone_previews_and_commits_nothing(imports, world):
+    data = imports.uploaded(csv_text("Email"), {"Email": "email"})
+
+    preview = imports.previewed(data["id"])
+    response = imports.commit(data["id"], preview["prepared_action_id"])
+
+    assert preview["counts"] == [{"status": "valid", "rows": 0}, {"status": "invalid", "rows": 0}]
+    assert preview["sample"] == []
+    assert response.json()["data"]["status"] == "committed"
+    assert world.project.contacts.count() == 0
+
+
 # Data that moved since the preview
 
 

@@ -259,6 +259,16 @@ def test_a_binary_file_is_not_csv(imports):
     assert_nothing_stored()
 
 
+def test_an_unclosed_quote_that_runs_on_is_not_csv(imports):
+    content = csv_text("Email,First name", 'ada@example.com,"Ada') + b"x" * (1024 * 1024 + 10)
+
+    response = imports.upload_csv(content, MAPPING)
+
+    assert error_of(response) == (400, "validation_error")
+    assert response.json()["error"]["issues"][0]["code"] == "not_csv"
+    assert_nothing_stored()
+
+
 def test_an_empty_file_has_no_header(imports):
     response = imports.upload_csv(b"", MAPPING)
 
