@@ -5,8 +5,7 @@ import datetime as dt
 import json
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Q, QuerySet
 
@@ -81,8 +80,7 @@ def contact_resolve(
     return None
 
 
-@dataclass(frozen=True)
-class UpsertCandidate:
+class UpsertCandidate(NamedTuple):
     """A contact to create or merge into, as a bulk writer (an import) proposes it: its
     identity (the normalised email, or the external id when there is no email) and the
     fields to merge, as a compact JSON object without null values."""
@@ -92,8 +90,7 @@ class UpsertCandidate:
     fields_json: str
 
 
-@dataclass(frozen=True)
-class UpsertMatch:
+class UpsertMatch(NamedTuple):
     """What upserting one candidate would do to the active contact its identity names."""
 
     contact_id: uuid.UUID | None
@@ -110,8 +107,9 @@ class UpsertMatch:
 
 # One row per candidate, in order: the active contact its identity names, the merge of
 # the candidate's fields into it, and the active contact that holds its external id. The
-# size comes from jsonb's text, which is never shorter than compact JSON; only rows over
-# the bound carry the merged text, to be measured exactly.
+# size is first taken from jsonb's text, which spaces its separators and so is not
+# shorter than compact JSON (a number jsonb writes in fewer digits than Python aside);
+# only rows over the bound carry the merged text, to be measured exactly in Python.
 _MATCH_SQL = """
 SELECT c.id, c.updated_at, c.external_id,
        c.id IS NOT NULL AND (c.fields || u.fields) IS DISTINCT FROM c.fields,
