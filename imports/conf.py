@@ -1,33 +1,29 @@
-"""The tunables of imports, each a Django setting with the default below."""
+"""The tunables of imports. The upload limits, the chunk size and the lease are settings
+read from the environment (config/settings/base.py); the rest are Django settings with
+the defaults below."""
 
 from django.conf import settings
 
 from config.workqueue.policy import RetryPolicy, retry_policy_for
 
-# A CSV upload (multipart) at most this large; a larger one is 413 before it is read.
-DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
-# Data rows of one import; more is 413 (the file is refused whole).
-DEFAULT_MAX_ROWS = 2_000_000
 # JSON imports are parsed in memory: a smaller body and fewer rows (larger ones: CSV).
 DEFAULT_MAX_JSON_BYTES = 5 * 1024 * 1024
 DEFAULT_MAX_JSON_ROWS = 10_000
 # Distinct audience (and topic) names one import may name; rows past it are invalid.
 DEFAULT_MAX_NAMES = 1000
-# Rows per chunk: the unit of planning (preview) and of a commit's work items.
-DEFAULT_CHUNK_ROWS = 5000
-# A worker holds a chunk this long before another may take it over.
-DEFAULT_LEASE_SECONDS = 300.0
 DEFAULT_TASK_TIME_BUDGET_SECONDS = 60.0
 # 5 s, 15 s, 45 s ... capped at 10 minutes; five attempts, then the import fails.
 DEFAULT_RETRY_POLICY = RetryPolicy(base_seconds=5.0, factor=3.0, cap_seconds=600.0, max_attempts=5)
 
 
 def max_file_bytes() -> int:
-    return int(getattr(settings, "IMPORT_MAX_FILE_BYTES", DEFAULT_MAX_FILE_BYTES))
+    """A CSV upload at most this large; a larger one is 413 before it is read."""
+    return int(settings.IMPORT_MAX_FILE_BYTES)
 
 
 def max_rows() -> int:
-    return int(getattr(settings, "IMPORT_MAX_ROWS", DEFAULT_MAX_ROWS))
+    """Data rows of one import; more is 413 (the file is refused whole)."""
+    return int(settings.IMPORT_MAX_ROWS)
 
 
 def max_json_bytes() -> int:
@@ -43,11 +39,13 @@ def max_names() -> int:
 
 
 def chunk_rows() -> int:
-    return int(getattr(settings, "IMPORT_CHUNK_ROWS", DEFAULT_CHUNK_ROWS))
+    """Rows per chunk: the unit of planning (preview) and of a commit's work items."""
+    return int(settings.IMPORT_CHUNK_ROWS)
 
 
 def lease_seconds() -> float:
-    return float(getattr(settings, "IMPORT_LEASE_SECONDS", DEFAULT_LEASE_SECONDS))
+    """A worker holds a chunk this long before another may take it over."""
+    return float(settings.IMPORT_LEASE_SECONDS)
 
 
 def task_time_budget_seconds() -> float:
