@@ -31,7 +31,9 @@ class ImportFileParser(MultiPartParser):
         except ValueError:
             declared = 0
         if declared > limit + FORM_OVERHEAD_BYTES:
-            raise ImportTooLarge(details=f"A CSV file may be up to {limit} bytes.")
+            raise ImportTooLarge(
+                details=f"A CSV file may be up to {limit} bytes; this body has {declared}."
+            )
         if stream is None:
             raise ValidationFailed("The multipart body is empty.")
         try:

@@ -4,6 +4,7 @@
 import codecs
 
 import pytest
+from django.db import connection
 from django.test import override_settings
 
 from imports.models import Import, ImportRow, RowError, RowStatus
@@ -269,6 +270,32 @@ def test_an_unclosed_quote_that_runs_on_is_not_csv(imports):
     assert_nothing_stored()
 
 
+def test_text_that_is_not_in_the_given_encoding_is_400(imports):
+    raw = "Email,First name\r\nzoe@example.com,Zoë\r\n".encode("latin-1")
+
+    response = imports.upload_csv(raw, MAPPING, encoding="utf-8")
+
+    assert error_of(response) == (400, "validation_error")
+    assert response.json()["error"]["issues"][0]["code"] == "invalid_encoding"
+    assert_nothing_stored()
+
+
+@pytest.mark.parametrize("encoding", ["no-such-codec", "bz2_codec", "rot13"])
+def test_an_encoding_that_is_no_text_codec_is_400_at_encoding(imports, encoding):
+    response = imports.upload_csv(csv_text("Email", "a@example.com"), MAPPING, encoding=encoding)
+
+    assert error_of(response) == (400, "validation_error")
+    assert issue_paths(response) == ["encoding"]
+
+
+def test_imports_need_postgresql(imports, monkeypatch):
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+
+    response = imports.upload_csv(csv_text("Email", "a@example.com"), {"Email": "email"})
+
+    assert error_of(response) == (501, "not_implemented")
+
+
 def test_an_empty_file_has_no_header(imports):
     response = imports.upload_csv(b"", MAPPING)
 
@@ -372,6 +399,20 @@ def test_a_file_over_the_size_policy_is_413(imports):
 
     assert error_of(response) == (413, "request_too_large")
     assert response.json()["error"]["details"] == "A CSV file may be up to 1000 bytes."
+    assert_nothing_stored()
+
+
+def test_a_body_over_the_size_policy_is_refused_before_it_is_read(imports):
+    content = csv_text("Email", *(f"person-{n:08d}@example.com" for n in range(40_000)))
+    assert len(content) > 1024 * 1024 + 1000
+
+    with override_settings(IMPORT_MAX_FILE_BYTES=1000):
+        response = imports.upload_csv(content, {"Email": "email"})
+
+    assert error_of(response) == (413, "request_too_large")
+    assert response.json()["error"]["details"].startswith(
+        "A CSV file may be up to 1000 bytes; this body has "
+    )
     assert_nothing_stored()
 
 
