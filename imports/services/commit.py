@@ -17,7 +17,6 @@ writes made by others after the check merge with the import's as two API calls w
 """
 
 import itertools
-import logging
 import uuid
 from typing import Any
 
@@ -48,8 +47,6 @@ from imports.services.planning import (
 )
 from imports.services.preview import import_previewable_checked
 from tenancy.models import Project
-
-logger = logging.getLogger(__name__)
 
 IMPORT_QUEUE: WorkQueue[ImportChunk] = WorkQueue(
     model=ImportChunk,
