@@ -1,6 +1,7 @@
 """Creating an import: a CSV file read as a stream, or JSON rows, mapped row by row and
 stored with COPY in the same transaction as the import, so a refused upload stores
-nothing. No more than one row and the sample used for detection is ever in memory."""
+nothing. Of a CSV file, no more than one record and the sample used for detection are
+ever in memory (JSON rows arrive parsed, under their own smaller bounds)."""
 
 import codecs
 import csv
