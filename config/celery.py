@@ -19,6 +19,7 @@ class Queues:
     MESSAGING = "messaging"
     PUSH = "push"
     AUTOMATIONS = "automations"
+    IMPORTS = "imports"
 
 
 app.conf.task_default_queue = Queues.DEFAULT
@@ -30,12 +31,16 @@ app.conf.task_queues = [
     Queue(Queues.MESSAGING, routing_key=Queues.MESSAGING),
     Queue(Queues.PUSH, routing_key=Queues.PUSH),
     Queue(Queues.AUTOMATIONS, routing_key=Queues.AUTOMATIONS),
+    # Commits apply thousands of rows per task: their own queue keeps events and sends
+    # from waiting behind them when workers are split by queue.
+    Queue(Queues.IMPORTS, routing_key=Queues.IMPORTS),
 ]
 app.conf.task_routes = {
     "events.*": {"queue": Queues.EVENTS},
     "messaging.*": {"queue": Queues.MESSAGING},
     "pushproviders.*": {"queue": Queues.PUSH},
     "automations.*": {"queue": Queues.AUTOMATIONS},
+    "imports.*": {"queue": Queues.IMPORTS},
 }
 
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
@@ -83,6 +88,12 @@ app.conf.beat_schedule = {
         "task": "automations.purge_expired",
         "schedule": 600.0,
         "options": {"expires": 540},
+    },
+    # The import chunks table is the queue of commits; the same safety net for them.
+    "imports.sweep": {
+        "task": "imports.sweep",
+        "schedule": 10.0,
+        "options": {"expires": 9},
     },
     "preparedactions.expire": {
         "task": "preparedactions.expire",

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "messaging",
     "pushproviders",
     "automations",
+    "imports",
 ]
 
 MIDDLEWARE = [
@@ -191,6 +192,10 @@ SPECTACULAR_SETTINGS = {
         "ExecutionModeEnum": "automations.models.ExecutionMode",
         "TerminalReasonEnum": "automations.models.TerminalReason",
         "ResolvedIdentityTypeEnum": "automations.models.IdentityType",
+        "ImportStatusEnum": "imports.models.ImportStatus",
+        "ImportSourceEnum": "imports.models.ImportSource",
+        "ImportRowStatusEnum": "imports.models.RowStatus",
+        "ImportRowErrorEnum": "imports.models.RowError",
     },
 }
 
@@ -270,6 +275,13 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rs
 # Deliveries one worker claims and sends over one connection, and the lease on them.
 EMAIL_CLAIM_BATCH_SIZE = env.int("EMAIL_CLAIM_BATCH_SIZE", default=50)
 EMAIL_LEASE_SECONDS = env.float("EMAIL_LEASE_SECONDS", default=120.0)
+# Contact imports (docs/API.md, Imports): the largest CSV upload (a larger one is 413
+# before it is read) and row count, the rows planned and committed per chunk, and how
+# long a commit worker's claim on a chunk holds.
+IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=256 * 1024 * 1024)
+IMPORT_MAX_ROWS = env.int("IMPORT_MAX_ROWS", default=2_000_000)
+IMPORT_CHUNK_ROWS = env.int("IMPORT_CHUNK_ROWS", default=5000)
+IMPORT_LEASE_SECONDS = env.float("IMPORT_LEASE_SECONDS", default=300.0)
 # Push: URLs fetched on a user's behalf (subscription endpoints, a service account's
 # token_uri) must be https to public addresses (config/netguard.py); on, this also lets
 # http and loopback through, for tests against local stand-ins only.

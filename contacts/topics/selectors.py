@@ -2,10 +2,13 @@
 
 import datetime as dt
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.db.models import Prefetch, QuerySet
+from django.db.models.functions import Lower
 
+from config.db import binary_cursor
 from contacts.models import Contact
 from contacts.selectors import contact_list
 from contacts.topics.models import Subscription, SubscriptionStatus, Topic
@@ -69,3 +72,28 @@ def subscribed_contacts(*, topic: Topic) -> QuerySet[Contact]:
     return contacts.filter(
         subscriptions__topic=topic, subscriptions__status=SubscriptionStatus.SUBSCRIBED
     )
+
+
+def topics_by_names(*, project: Project, names: Collection[str]) -> dict[str, Topic]:
+    """The project's topics among `names` (any case), keyed by lower-cased name."""
+    if not names:
+        return {}
+    keys = {name.lower() for name in names}
+    found = Topic.objects.alias(key=Lower("name")).filter(project=project, key__in=keys)
+    return {topic.name.lower(): topic for topic in found}
+
+
+def subscriptions_existing(
+    *, topic_ids: Collection[uuid.UUID], contact_ids: Collection[uuid.UUID]
+) -> set[tuple[uuid.UUID, uuid.UUID]]:
+    """The `(topic_id, contact_id)` pairs among these topics and contacts that hold an
+    explicit choice (either status), in one query."""
+    if not topic_ids or not contact_ids:
+        return set()
+    with binary_cursor() as cursor:
+        cursor.execute(
+            f"SELECT topic_id, contact_id FROM {Subscription._meta.db_table} "  # noqa: S608
+            "WHERE topic_id = ANY(%b) AND contact_id = ANY(%b)",
+            [list(topic_ids), list(contact_ids)],
+        )
+        return set(cursor.fetchall())

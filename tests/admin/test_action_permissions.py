@@ -37,6 +37,7 @@ from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
 from tests.factories import UserFactory
+from tests.imports.factories import ImportChunkFactory
 from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
@@ -137,6 +138,7 @@ def console_rows(world):
     RunWaitFactory(run=run)
     PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
     RunJob.objects.create(run=run, status="dead_lettered", last_error="Deadlock", attempts=8)
+    ImportChunkFactory(import_record__project=world.project, dead=True)
     return world
 
 
@@ -198,6 +200,7 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("events.DeadLetteredEvent", "requeue"),
         ("messaging.DeadLetteredEmailDelivery", "requeue"),
         ("pushproviders.PushDelivery", "requeue"),
+        ("imports.ImportChunk", "requeue"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
         ("django_celery_beat.PeriodicTask", "disable_tasks"),
         ("django_celery_beat.PeriodicTask", "toggle_tasks"),
