@@ -11,7 +11,7 @@ from config.api.errors import or_404
 from config.api.pagination import paginate
 from config.api.parsers import JsonParser
 from imports import conf
-from imports.api.operations import IMPORT_COMMIT
+from imports.api.operations import import_commit_operation
 from imports.api.parsers import ImportFileParser
 from imports.api.serializers import (
     ImportFileSerializer,
@@ -117,7 +117,10 @@ class ImportPreviewView(ProjectView):
     def post(self, request: Request, import_id: uuid.UUID) -> Response:
         self.validated(EmptyBodySerializer)
         preview = import_preview(
-            project=self.project, access=self.access, import_id=import_id, operation=IMPORT_COMMIT
+            project=self.project,
+            access=self.access,
+            import_id=import_id,
+            operation=import_commit_operation(),
         )
         return Response(ImportPreviewSerializer(_preview_data(preview)).data)
 
@@ -146,7 +149,7 @@ class ImportCommitView(ProjectView):
         prepared = prepared_action_execute(
             project=self.project,
             access=self.access,
-            operation=IMPORT_COMMIT,
+            operation=import_commit_operation(),
             resource_id=str(import_id),
             prepared_action_id=str(body["prepared_action_id"]),
             idempotency_key=body["idempotency_key"],
