@@ -289,6 +289,12 @@ PUSH_CLAIM_BATCH_SIZE = env.int("PUSH_CLAIM_BATCH_SIZE", default=100)
 PUSH_LEASE_SECONDS = env.float("PUSH_LEASE_SECONDS", default=120.0)
 PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
 
+# Campaigns: recipients per fan-out batch (one job of the work queue, one transaction),
+# batches one worker claims at a time, and the lease on them.
+CAMPAIGN_FANOUT_BATCH_SIZE = env.int("CAMPAIGN_FANOUT_BATCH_SIZE", default=1000)
+CAMPAIGN_FANOUT_CLAIM_BATCH_SIZE = env.int("CAMPAIGN_FANOUT_CLAIM_BATCH_SIZE", default=1)
+CAMPAIGN_FANOUT_LEASE_SECONDS = env.float("CAMPAIGN_FANOUT_LEASE_SECONDS", default=300.0)
+
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -5,6 +5,7 @@ import uuid
 from django.db.models import Prefetch, QuerySet
 
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
+from contacts.models import Contact
 from tenancy.models import Project
 
 
@@ -44,3 +45,8 @@ def memberships_of_contact(
     return AudienceMembership.objects.filter(
         audience__project=project, contact_id=contact_id
     ).select_related("audience")
+
+
+def audience_member_contacts(*, audience: Audience) -> QuerySet[Contact]:
+    """The audience's active contacts (the recipients of a campaign to it)."""
+    return Contact.objects.filter(audience_memberships__audience=audience, deleted_at__isnull=True)

@@ -4,7 +4,15 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import (
+    BooleanField,
+    Exists,
+    ExpressionWrapper,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+)
 
 from contacts.models import Contact
 from contacts.selectors import contact_list
@@ -68,4 +76,26 @@ def subscribed_contacts(*, topic: Topic) -> QuerySet[Contact]:
         )
     return contacts.filter(
         subscriptions__topic=topic, subscriptions__status=SubscriptionStatus.SUBSCRIBED
+    )
+
+
+def topic_audience(*, topic: Topic) -> QuerySet[Contact]:
+    """Every active contact the topic concerns, annotated `topic_subscribed` (its effective
+    status): for an opt-in topic the contacts with an explicit choice, for an opt-out topic
+    every contact of the project. Campaigns send to the subscribed ones and count the
+    others as unsubscribed."""
+    if topic.default_status == SubscriptionStatus.SUBSCRIBED:
+        unsubscribed = Subscription.objects.filter(
+            topic=topic, contact=OuterRef("pk"), status=SubscriptionStatus.UNSUBSCRIBED
+        )
+        return contact_list(project=topic.project).annotate(topic_subscribed=~Exists(unsubscribed))
+    # The annotation reads the subscription row the filter joined (one join, not two).
+    return (
+        contact_list(project=topic.project)
+        .filter(subscriptions__topic=topic)
+        .annotate(
+            topic_subscribed=ExpressionWrapper(
+                Q(subscriptions__status=SubscriptionStatus.SUBSCRIBED), output_field=BooleanField()
+            )
+        )
     )

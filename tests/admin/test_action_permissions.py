@@ -36,6 +36,7 @@ from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
 from tests.factories import UserFactory
+from tests.messaging.factories_campaigns import CampaignFactory
 from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
@@ -135,6 +136,7 @@ def console_rows(world):
     RunStepFactory(run=run, email=email)
     RunWaitFactory(run=run)
     PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
+    CampaignFactory(project=world.project, in_review=True)
     return world
 
 
@@ -195,6 +197,10 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("contacts.Contact", "soft_delete"),
         ("events.DeadLetteredEvent", "requeue"),
         ("messaging.DeadLetteredEmailDelivery", "requeue"),
+        ("messaging.Campaign", "approve"),
+        ("messaging.Campaign", "reject"),
+        ("messaging.CampaignAwaitingReview", "approve"),
+        ("messaging.CampaignAwaitingReview", "reject"),
         ("pushproviders.PushDelivery", "requeue"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
         ("django_celery_beat.PeriodicTask", "disable_tasks"),
