@@ -6,7 +6,17 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import BooleanField, Count, Exists, OuterRef, Q, QuerySet, Value
+from django.db import connection
+from django.db.models import (
+    BooleanField,
+    Count,
+    Exists,
+    ExpressionWrapper,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+)
 
 from contacts.audiences.selectors import audience_member_contacts
 from contacts.models import Contact
@@ -82,19 +92,26 @@ def campaign_audience_counts(campaign: Campaign) -> AudienceCounts:
     candidates = campaign_candidates(campaign)
     if candidates is None:
         return AudienceCounts(recipients=0, suppressed=0)
-    subscribed = Q(topic_subscribed=True)
-    aggregates: dict[str, Any] = {
-        "total": Count("id"),
-        "unsubscribed": Count("id", filter=~subscribed),
-    }
     if campaign.channel == Channel.EMAIL:
         listed = Suppression.objects.filter(project_id=campaign.project_id, email=OuterRef("email"))
-        aggregates["unreachable"] = Count(
-            "id", filter=subscribed & (Q(email__isnull=True) | Q(Exists(listed)))
+        unreachable: Any = ExpressionWrapper(
+            Q(email__isnull=True) | Q(Exists(listed)), output_field=BooleanField()
         )
-    counts = candidates.order_by().aggregate(**aggregates)
-    suppressed = counts["unsubscribed"] + counts.get("unreachable", 0)
-    return AudienceCounts(recipients=counts["total"] - suppressed, suppressed=suppressed)
+    else:
+        unreachable = Value(False, output_field=BooleanField())
+    rows = candidates.annotate(unreachable=unreachable).order_by()
+    sql, params = rows.values("id", "topic_subscribed", "unreachable").query.sql_with_params()
+    # Counted around the rows' query: the ORM's aggregate over these annotations loses
+    # the outer reference of the suppression check.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FILTER (WHERE topic_subscribed AND NOT unreachable), "  # noqa: S608
+            "count(*) FILTER (WHERE NOT topic_subscribed OR unreachable) "
+            f"FROM ({sql}) AS candidates",
+            params,
+        )
+        recipients, suppressed = cursor.fetchone()
+    return AudienceCounts(recipients=recipients, suppressed=suppressed)
 
 
 # --- progress -----------------------------------------------------------------------------

@@ -298,7 +298,7 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
     return len(reach) - len(unreached), skipped + len(unreached)
 
 
-class _Batches(BatchWork[CampaignFanout]):
+class CampaignFanoutWork(BatchWork[CampaignFanout]):
     """Works claimed fan-out rows inside the kit's transaction."""
 
     def __init__(self) -> None:
@@ -320,7 +320,7 @@ def campaign_fanout_batch() -> int:
     token, items = CAMPAIGN_FANOUT_QUEUE.claim()
     if not items:
         return 0
-    CAMPAIGN_FANOUT_QUEUE.run(token=token, items=items, work=_Batches())
+    CAMPAIGN_FANOUT_QUEUE.run(token=token, items=items, work=CampaignFanoutWork())
     campaigns_finish(campaign_ids={item.campaign_id for item in items})
     return len(items)
 
