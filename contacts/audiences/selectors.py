@@ -1,6 +1,7 @@
 """Reads of audiences, their properties and members."""
 
 import uuid
+from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
@@ -47,6 +48,16 @@ def memberships_of_contact(
     ).select_related("audience")
 
 
-def audience_member_contacts(*, audience: Audience) -> QuerySet[Contact]:
-    """The audience's active contacts (the recipients of a campaign to it)."""
-    return Contact.objects.filter(audience_memberships__audience=audience, deleted_at__isnull=True)
+def audience_member_contacts(
+    *, audience: Audience, after: uuid.UUID | None = None, upto: uuid.UUID | None = None
+) -> QuerySet[Contact]:
+    """The audience's active contacts (the recipients of a campaign to it); with `after`
+    and `upto`, only those whose id falls in (after, upto], read off the membership index
+    (audience, contact) in id order."""
+    members: dict[str, Any] = {"audience_memberships__audience": audience}
+    if after is not None:
+        members["audience_memberships__contact_id__gt"] = after
+    if upto is not None:
+        members["audience_memberships__contact_id__lte"] = upto
+    # One filter call: the range and the audience constrain the same membership row.
+    return Contact.objects.filter(deleted_at__isnull=True, **members)

@@ -65,15 +65,18 @@ def campaign_get(
 # --- who a campaign reaches ---------------------------------------------------------------
 
 
-def campaign_candidates(campaign: Campaign) -> QuerySet[Contact] | None:
+def campaign_candidates(
+    campaign: Campaign, *, after: uuid.UUID | None = None, upto: uuid.UUID | None = None
+) -> QuerySet[Contact] | None:
     """The contacts the campaign concerns, each annotated `topic_subscribed` (always true
-    for an audience); None when it has no audience or topic (one was deleted)."""
-    if campaign.audience_id is not None:
-        return audience_member_contacts(audience=campaign.audience).annotate(  # type: ignore[arg-type]
-            topic_subscribed=Value(True, output_field=BooleanField())
-        )
-    if campaign.topic_id is not None:
-        return topic_audience(topic=campaign.topic)  # type: ignore[arg-type]
+    for an audience); with `after` and `upto`, only ids in (after, upto] (a fan-out
+    batch). None when it has no audience or topic (one was deleted)."""
+    if campaign.audience is not None:
+        return audience_member_contacts(
+            audience=campaign.audience, after=after, upto=upto
+        ).annotate(topic_subscribed=Value(True, output_field=BooleanField()))
+    if campaign.topic is not None:
+        return topic_audience(topic=campaign.topic, after=after, upto=upto)
     return None
 
 

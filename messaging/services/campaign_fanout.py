@@ -21,6 +21,7 @@ The batches of a campaign run in parallel on any number of workers. Contacts add
 the audience (or topic) before their range's batch runs are included.
 """
 
+import json
 import logging
 import uuid
 from collections.abc import Sequence
@@ -31,7 +32,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from config import clock
+from config.copy import RawJson, array_literal, copy_insert
 from config.workqueue.errors import WorkError
+from config.workqueue.models import WorkStatus
 from config.workqueue.policy import RetryPolicy, retry_policy_for
 from config.workqueue.queue import BatchWork, PerItem, WorkQueue
 from contacts.models import Contact
@@ -48,9 +51,9 @@ from messaging.models import (
     EmailStatus,
     RecipientStatus,
     SkipReason,
+    Suppression,
 )
 from messaging.selectors.campaigns import campaign_candidates
-from messaging.selectors.suppressions import suppressed_among
 from messaging.services.campaign_progress import campaigns_finish
 from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.emails import bare_address
@@ -83,6 +86,8 @@ CAMPAIGN_FANOUT_QUEUE: WorkQueue[CampaignFanout] = WorkQueue(
         "campaign__project",
         "campaign__template_version",
         "campaign__template_version__template",
+        "campaign__audience",
+        "campaign__topic__project",
     ),
 )
 
@@ -146,13 +151,11 @@ def _status_shared(campaign_id: uuid.UUID) -> str | None:
 
 
 def _contacts_in(campaign: Campaign, batch: CampaignFanout) -> list[Contact]:
-    candidates = campaign_candidates(campaign)
+    candidates = campaign_candidates(
+        campaign, after=batch.after_contact_id, upto=batch.upto_contact_id
+    )
     if candidates is None:
         return []
-    if batch.after_contact_id is not None:
-        candidates = candidates.filter(id__gt=batch.after_contact_id)
-    if batch.upto_contact_id is not None:
-        candidates = candidates.filter(id__lte=batch.upto_contact_id)
     return list(candidates.only("id", "email", "external_id", "fields").order_by("id"))
 
 
@@ -160,27 +163,81 @@ def _recipients_insert(
     campaign: Campaign, rows: Sequence[tuple[uuid.UUID, str, str]]
 ) -> set[uuid.UUID]:
     """Inserts a recipient row per (contact, status, reason) unless the contact has one
-    already; returns the contacts whose row is new. One statement for the batch."""
+    already; returns the contacts whose row is new. One statement for the batch, its
+    arrays bound as text literals (a bound list of a thousand values costs more)."""
     if not rows:
         return set()
-    quote = connection.ops.quote_name
-    table = quote(CampaignRecipient._meta.db_table)
-    contact_ids, statuses, reasons = (list(column) for column in zip(*rows, strict=True))
+    table = connection.ops.quote_name(CampaignRecipient._meta.db_table)
+    contact_ids, statuses, reasons = zip(*rows, strict=True)
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} (campaign_id, contact_id, status, reason, created_at) "  # noqa: S608
             "SELECT %s, v.contact_id, v.status, v.reason, %s "
             "FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(contact_id, status, reason) "
             "ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING contact_id",
-            [campaign.pk, clock.now(), contact_ids, statuses, reasons],
+            [
+                campaign.pk,
+                clock.now(),
+                array_literal(contact_ids),
+                array_literal(statuses),
+                array_literal(reasons),
+            ],
         )
         return {row[0] for row in cursor.fetchall()}
 
 
+def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
+    """The addresses of `emails` on the project's suppression list. Contacts keep their
+    address in the project's normal form, the form the list keeps too."""
+    if not emails:
+        return set()
+    table = connection.ops.quote_name(Suppression._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT email FROM {table} WHERE project_id = %s AND email = ANY(%s::text[])",  # noqa: S608
+            [campaign.project_id, array_literal(emails)],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+EMAIL_COLUMNS = (
+    "id",
+    "project",
+    "from_email",
+    "to",
+    "recipients",
+    "subject",
+    "html",
+    "text",
+    "tags",
+    "data",
+    "template",
+    "template_version",
+    "contact",
+    "topic",
+    "campaign",
+    "status",
+    "message_id",
+    "last_error",
+    "request_fingerprint",
+    "created_at",
+)
+NO_TAGS, NO_DATA = RawJson("[]"), RawJson("{}")
+DELIVERY_COLUMNS = (
+    "email",
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "last_error",
+    "error_code",
+    "created_at",
+)
+
+
 def _emails_create(campaign: Campaign, contacts: Sequence[Contact]) -> int:
-    """One email per contact, rendered from the frozen version, stored in bulk with its
-    delivery job; a contact the template cannot be rendered for gets a `failed` email
-    with the reason (nothing is sent to it). Returns how many were queued."""
+    """One email per contact, rendered from the frozen version, stored with its delivery
+    job by COPY; a contact the template cannot be rendered for gets a `failed` email with
+    the reason (nothing is sent to it). Returns how many were queued."""
     if not contacts:
         return 0
     version = campaign.template_version
@@ -189,48 +246,48 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Contact]) -> int:
     sender = campaign.sender
     domain = bare_address(sender).rpartition("@")[2] or "sendrealm.local"
     now = clock.now()
-    emails: list[Email] = []
+    emails: list[tuple[Any, ...]] = []
+    queued: list[tuple[Any, ...]] = []
     for contact in contacts:
-        address = contact.email or ""
-        fields: dict[str, Any] = {}
+        email_id = uuid.uuid4()
+        # `to` and `recipients` are the same one address.
+        address = RawJson(json.dumps([contact.email or ""]))
+        status, last_error = EmailStatus.QUEUED, None
         try:
             rendered = render_email(version, template_context(project=project, contact=contact))
         except TemplateRenderFailed as error:
-            fields = {
-                "status": EmailStatus.FAILED,
-                "last_error": f"The template could not be rendered for this contact: "
-                f"{error.details}",
-            }
+            status = EmailStatus.FAILED
+            last_error = f"The template could not be rendered for this contact: {error.details}"
             subject, html, text = "", None, None
         else:
             subject, html, text = rendered.subject or "", rendered.html, rendered.text
+            queued.append((email_id, WorkStatus.ACCEPTED, 0, now, "", "", now))
         emails.append(
-            Email(
-                id=uuid.uuid4(),
-                project_id=project.pk,
-                from_email=sender,
-                to=[address],
-                recipients=[address],
-                subject=subject,
-                html=html,
-                text=text,
-                tags=[],
-                data={},
-                template_id=version.template_id,
-                template_version_id=version.pk,
-                contact_id=contact.pk,
-                topic_id=campaign.topic_id,
-                campaign_id=campaign.pk,
-                message_id=make_msgid(domain=domain),
-                created_at=now,
-                **fields,
+            (
+                email_id,
+                project.pk,
+                sender,
+                address,
+                address,
+                subject,
+                html,
+                text,
+                NO_TAGS,
+                NO_DATA,
+                version.template_id,
+                version.pk,
+                contact.pk,
+                campaign.topic_id,
+                campaign.pk,
+                status,
+                make_msgid(domain=domain),
+                last_error,
+                "",
+                now,
             )
         )
-    Email.objects.bulk_create(emails)
-    queued = [email for email in emails if email.status == EmailStatus.QUEUED]
-    EmailDelivery.objects.bulk_create(
-        [EmailDelivery(email=email, next_attempt_at=now, created_at=now) for email in queued]
-    )
+    copy_insert(Email, EMAIL_COLUMNS, emails)
+    copy_insert(EmailDelivery, DELIVERY_COLUMNS, queued)
     if queued:
         transaction.on_commit(EMAIL_QUEUE.wake)
     return len(queued)
@@ -268,10 +325,7 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
         elif campaign.channel == Channel.EMAIL and not contact.email:
             skip[contact.pk] = SkipReason.NO_EMAIL
     if campaign.channel == Channel.EMAIL:
-        listed = suppressed_among(
-            project=campaign.project,
-            emails=[c.email for c in contacts if c.pk not in skip and c.email],
-        )
+        listed = _suppressed(campaign, [c.email for c in contacts if c.pk not in skip and c.email])
         for contact in contacts:
             if contact.pk not in skip and contact.email in listed:
                 skip[contact.pk] = SkipReason.SUPPRESSED

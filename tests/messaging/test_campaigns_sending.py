@@ -514,3 +514,28 @@ def test_the_sweep_finishes_a_campaign_whose_last_worker_stopped_before_checking
     sweep_campaigns()
 
     assert read(api, shop, campaign_id)["status"] == "sent"
+
+
+@pytest.mark.parametrize("opt_out", [False, True], ids=["opt-in", "opt-out"])
+def test_topic_batches_cut_by_contact_id_reach_each_subscriber_once(
+    api, shop, template_id, settings, opt_out
+):
+    settings.CAMPAIGN_FANOUT_BATCH_SIZE = 2
+    topic = TopicFactory(project=shop.project, opt_out=opt_out)
+    subscribers = [SubscriptionFactory(topic=topic).contact for _ in range(5)]
+    left = SubscriptionFactory(topic=topic, status=SubscriptionStatus.UNSUBSCRIBED).contact
+    ContactFactory(project=shop.project)
+    campaign_id = approved(api, shop, template_id, topic_id=str(topic.id))
+
+    send(api, shop, campaign_id)
+    fan_out()
+
+    emailed = Counter(
+        Email.objects.filter(campaign_id=campaign_id).values_list("contact_id", flat=True)
+    )
+    everyone_else = 1 if opt_out else 0
+    assert len(emailed) == 5 + everyone_else
+    assert set(emailed.values()) == {1}
+    assert {c.pk for c in subscribers} <= set(emailed)
+    assert left.pk not in emailed
+    assert CampaignFanout.objects.filter(campaign_id=campaign_id).count() > 2
