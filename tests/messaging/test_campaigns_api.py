@@ -401,6 +401,12 @@ CONFLICTS = [
     ("in_review", "send"),
     ("approved", "submit"),
     ("approved", "withdraw"),
+    ("scheduled", "submit"),
+    ("scheduled", "withdraw"),
+    ("scheduled", "send"),
+    ("sending", "submit"),
+    ("sending", "withdraw"),
+    ("sending", "send"),
     ("sent", "submit"),
     ("sent", "withdraw"),
     ("sent", "send"),
@@ -412,12 +418,17 @@ CONFLICTS = [
 ]
 
 
+def in_status(world, status):
+    if status in ("scheduled", "sending"):
+        return CampaignFactory(project=world.project, approved=True, status=status)
+    return CampaignFactory(project=world.project, **({status: True} if status != "draft" else {}))
+
+
 @pytest.mark.parametrize(("status", "name"), CONFLICTS, ids=[f"{s}-{a}" for s, a in CONFLICTS])
 def test_a_transition_the_status_does_not_allow_is_a_conflict_that_changes_nothing(
     api, world, status, name
 ):
-    traits = {status: True} if status != "draft" else {}
-    campaign = CampaignFactory(project=world.project, **traits)
+    campaign = in_status(world, status)
     before = Campaign.objects.filter(pk=campaign.pk).values().get()
 
     response = action(api, world, campaign.id, name)
@@ -429,9 +440,11 @@ def test_a_transition_the_status_does_not_allow_is_a_conflict_that_changes_nothi
     assert not Email.objects.exists()
 
 
-@pytest.mark.parametrize("status", ["in_review", "approved", "sent", "canceled"])
+@pytest.mark.parametrize(
+    "status", ["in_review", "approved", "scheduled", "sending", "sent", "canceled"]
+)
 def test_only_drafts_can_be_edited(api, world, status):
-    campaign = CampaignFactory(project=world.project, **{status: True})
+    campaign = in_status(world, status)
 
     response = api.patch(f"/campaigns/{campaign.id}", {"name": "x"}, key=world.keys["project"])
 
@@ -440,10 +453,9 @@ def test_only_drafts_can_be_edited(api, world, status):
     assert campaign.name != "x"
 
 
-@pytest.mark.parametrize("status", ["draft", "in_review", "approved"])
+@pytest.mark.parametrize("status", ["draft", "in_review", "approved", "scheduled", "sending"])
 def test_cancel_stops_a_campaign_before_it_is_sent(api, world, status, clock):
-    traits = {status: True} if status != "draft" else {}
-    campaign = CampaignFactory(project=world.project, **traits)
+    campaign = in_status(world, status)
 
     response = action(api, world, campaign.id, "cancel")
 
@@ -495,8 +507,9 @@ def test_delete_soft_deletes_and_hides_the_campaign(api, world, clock):
     assert Campaign.objects.filter(pk=campaign.pk).exists()
 
 
-def test_a_sending_campaign_cannot_be_deleted(api, world):
-    campaign = CampaignFactory(project=world.project, status=CampaignStatus.SENDING)
+@pytest.mark.parametrize("status", [CampaignStatus.SCHEDULED, CampaignStatus.SENDING])
+def test_a_campaign_on_its_way_out_cannot_be_deleted(api, world, status):
+    campaign = in_status(world, status)
 
     response = api.delete(f"/campaigns/{campaign.id}", key=world.keys["project"])
 
