@@ -70,6 +70,18 @@ app.conf.beat_schedule = {
         "schedule": 3600.0,
         "options": {"expires": 3000},
     },
+    # Campaigns: scheduled sends start when due; the fan-out table is a queue too, with
+    # the same safety net, which also finishes campaigns whose last worker stopped.
+    "messaging.start_scheduled_campaigns": {
+        "task": "messaging.start_scheduled_campaigns",
+        "schedule": 5.0,
+        "options": {"expires": 4},
+    },
+    "messaging.sweep_campaigns": {
+        "task": "messaging.sweep_campaigns",
+        "schedule": 10.0,
+        "options": {"expires": 9},
+    },
     # The push deliveries table is the queue; the same safety net for push sends.
     "pushproviders.sweep_push": {
         "task": "pushproviders.sweep_push",

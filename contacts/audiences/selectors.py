@@ -2,12 +2,14 @@
 
 import uuid
 from collections.abc import Collection
+from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 from django.db.models.functions import Lower
 
 from config.db import binary_cursor
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
+from contacts.models import Contact
 from tenancy.models import Project
 
 
@@ -72,3 +74,16 @@ def memberships_existing(
             [list(audience_ids), list(contact_ids)],
         )
         return set(cursor.fetchall())
+def audience_member_contacts(
+    *, audience: Audience, after: uuid.UUID | None = None, upto: uuid.UUID | None = None
+) -> QuerySet[Contact]:
+    """The audience's active contacts (the recipients of a campaign to it); with `after`
+    and `upto`, only those whose id falls in (after, upto], read off the membership index
+    (audience, contact) in id order."""
+    members: dict[str, Any] = {"audience_memberships__audience": audience}
+    if after is not None:
+        members["audience_memberships__contact_id__gt"] = after
+    if upto is not None:
+        members["audience_memberships__contact_id__lte"] = upto
+    # One filter call: the range and the audience constrain the same membership row.
+    return Contact.objects.filter(deleted_at__isnull=True, **members)

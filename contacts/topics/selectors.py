@@ -4,8 +4,17 @@ import datetime as dt
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import (
+    BooleanField,
+    Exists,
+    ExpressionWrapper,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+)
 from django.db.models.functions import Lower
 
 from config.db import binary_cursor
@@ -97,3 +106,39 @@ def subscriptions_existing(
             [list(topic_ids), list(contact_ids)],
         )
         return set(cursor.fetchall())
+
+
+def topic_audience(
+    *, topic: Topic, after: uuid.UUID | None = None, upto: uuid.UUID | None = None
+) -> QuerySet[Contact]:
+    """Every active contact the topic concerns, annotated `topic_subscribed` (its effective
+    status): for an opt-in topic the contacts with an explicit choice, for an opt-out topic
+    every contact of the project. Campaigns send to the subscribed ones and count the
+    others as unsubscribed. With `after` and `upto`, only contacts whose id falls in
+    (after, upto], read off an index in id order."""
+    if topic.default_status == SubscriptionStatus.SUBSCRIBED:
+        unsubscribed = Subscription.objects.filter(
+            topic=topic, contact=OuterRef("pk"), status=SubscriptionStatus.UNSUBSCRIBED
+        )
+        contacts = contact_list(project=topic.project)
+        if after is not None:
+            contacts = contacts.filter(id__gt=after)
+        if upto is not None:
+            contacts = contacts.filter(id__lte=upto)
+        return contacts.annotate(topic_subscribed=~Exists(unsubscribed))
+    chosen: dict[str, Any] = {"subscriptions__topic": topic}
+    if after is not None:
+        chosen["subscriptions__contact_id__gt"] = after
+    if upto is not None:
+        chosen["subscriptions__contact_id__lte"] = upto
+    # One filter call, and the annotation reads the subscription row it joined.
+    return (
+        contact_list(project=topic.project)
+        .filter(**chosen)
+        .annotate(
+            topic_subscribed=ExpressionWrapper(
+                Q(subscriptions__status=SubscriptionStatus.SUBSCRIBED),
+                output_field=BooleanField(),
+            )
+        )
+    )

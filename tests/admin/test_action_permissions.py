@@ -38,6 +38,7 @@ from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
 from tests.factories import UserFactory
 from tests.imports.factories import ImportChunkFactory
+from tests.messaging.factories_campaigns import CampaignFactory
 from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
@@ -139,6 +140,7 @@ def console_rows(world):
     PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
     RunJob.objects.create(run=run, status="dead_lettered", last_error="Deadlock", attempts=8)
     ImportChunkFactory(import_record__project=world.project, dead=True)
+    CampaignFactory(project=world.project, in_review=True)
     return world
 
 
@@ -199,6 +201,10 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("contacts.Contact", "soft_delete"),
         ("events.DeadLetteredEvent", "requeue"),
         ("messaging.DeadLetteredEmailDelivery", "requeue"),
+        ("messaging.Campaign", "approve"),
+        ("messaging.Campaign", "reject"),
+        ("messaging.CampaignAwaitingReview", "approve"),
+        ("messaging.CampaignAwaitingReview", "reject"),
         ("pushproviders.PushDelivery", "requeue"),
         ("imports.ImportChunk", "requeue"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
