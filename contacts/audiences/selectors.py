@@ -74,6 +74,8 @@ def memberships_existing(
             [list(audience_ids), list(contact_ids)],
         )
         return set(cursor.fetchall())
+
+
 def audience_member_contacts(
     *, audience: Audience, after: uuid.UUID | None = None, upto: uuid.UUID | None = None
 ) -> QuerySet[Contact]:
