@@ -22,6 +22,8 @@ class Queues:
     EVENTS = "events"
     MESSAGING = "messaging"
     PUSH = "push"
+    AUTOMATIONS = "automations"
+    IMPORTS = "imports"
 
 
 app.conf.task_default_queue = Queues.DEFAULT
@@ -32,11 +34,17 @@ app.conf.task_queues = [
     Queue(Queues.EVENTS, routing_key=Queues.EVENTS),
     Queue(Queues.MESSAGING, routing_key=Queues.MESSAGING),
     Queue(Queues.PUSH, routing_key=Queues.PUSH),
+    Queue(Queues.AUTOMATIONS, routing_key=Queues.AUTOMATIONS),
+    # Commits apply thousands of rows per task: their own queue keeps events and sends
+    # from waiting behind them when workers are split by queue.
+    Queue(Queues.IMPORTS, routing_key=Queues.IMPORTS),
 ]
 app.conf.task_routes = {
     "events.*": {"queue": Queues.EVENTS},
     "messaging.*": {"queue": Queues.MESSAGING},
     "pushproviders.*": {"queue": Queues.PUSH},
+    "automations.*": {"queue": Queues.AUTOMATIONS},
+    "imports.*": {"queue": Queues.IMPORTS},
 }
 
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
@@ -66,11 +74,42 @@ app.conf.beat_schedule = {
         "schedule": 3600.0,
         "options": {"expires": 3000},
     },
+    # Campaigns: scheduled sends start when due; the fan-out table is a queue too, with
+    # the same safety net, which also finishes campaigns whose last worker stopped.
+    "messaging.start_scheduled_campaigns": {
+        "task": "messaging.start_scheduled_campaigns",
+        "schedule": 5.0,
+        "options": {"expires": 4},
+    },
+    "messaging.sweep_campaigns": {
+        "task": "messaging.sweep_campaigns",
+        "schedule": 10.0,
+        "options": {"expires": 9},
+    },
     # The push deliveries table is the queue; the same safety net for push sends.
     "pushproviders.sweep_push": {
         "task": "pushproviders.sweep_push",
         "schedule": 5.0,
         "options": {"expires": 4},
+    },
+    # The runs' jobs table is the queue, and its due index holds the wait deadlines: this
+    # sweep times waits out (within its interval: timeouts are approximate) and is the
+    # safety net of the trigger's wake-up.
+    "automations.sweep_runs": {
+        "task": "automations.sweep_runs",
+        "schedule": 5.0,
+        "options": {"expires": 4},
+    },
+    "automations.purge_expired": {
+        "task": "automations.purge_expired",
+        "schedule": 600.0,
+        "options": {"expires": 540},
+    },
+    # The import chunks table is the queue of commits; the same safety net for them.
+    "imports.sweep": {
+        "task": "imports.sweep",
+        "schedule": 10.0,
+        "options": {"expires": 9},
     },
     # Live usage counters (Redis) into the per-day rows; idempotent across crashes.
     "tenancy.fold_usage": {

@@ -36,6 +36,7 @@ urlpatterns = [
     # ESP tracking webhooks (/webhooks/email/<esp>).
     path("", include("messaging.webhooks.urls")),
     path("", include("automations.api.urls")),
+    path("", include("imports.api.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

@@ -3,6 +3,7 @@ from django.apps import AppConfig
 
 from config.hooks import ByPath
 from contacts.hooks import register_timeline_source
+from tenancy.preparedactions.registry import Operation, register
 
 # ESP tracking webhooks (/webhooks/email/<esp>) reach us through django-anymail's signal,
 # its one integration point; the receiver hands each normalised event to a service.
@@ -14,8 +15,24 @@ tracking.connect(
 
 # A contact's emails on its timeline in the staff console.
 register_timeline_source("messaging.timeline.email_timeline")
+# CONTRACT section 2's scope for sends, spelled out because tenancy.models (where `Scope`
+# lives) cannot be imported before the app registry is ready; a test checks it is
+# `Scope.MESSAGES_SEND`.
+SEND_SCOPE = "messages.send"
 
 
 class MessagingConfig(AppConfig):
     name = "messaging"
     verbose_name = "Messaging"
+
+    def ready(self) -> None:
+        # Personal keys send a campaign in two steps (prepare, execute); named by path,
+        # imported at first use.
+        register(
+            Operation(
+                name="campaigns.send",
+                scope=SEND_SCOPE,
+                effects="messaging.api.operations.send_effects",
+                execute="messaging.api.operations.send_execute",
+            )
+        )

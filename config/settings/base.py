@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "messaging",
     "pushproviders",
     "automations",
+    "imports",
     # After every family: its admin module replaces one of theirs (console/admin.py).
     "console",
 ]
@@ -196,6 +197,10 @@ SPECTACULAR_SETTINGS = {
         "ExecutionModeEnum": "automations.models.ExecutionMode",
         "TerminalReasonEnum": "automations.models.TerminalReason",
         "ResolvedIdentityTypeEnum": "automations.models.IdentityType",
+        "ImportStatusEnum": "imports.models.ImportStatus",
+        "ImportSourceEnum": "imports.models.ImportSource",
+        "ImportRowStatusEnum": "imports.models.RowStatus",
+        "ImportRowErrorEnum": "imports.models.RowError",
     },
 }
 
@@ -275,6 +280,13 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rs
 # Deliveries one worker claims and sends over one connection, and the lease on them.
 EMAIL_CLAIM_BATCH_SIZE = env.int("EMAIL_CLAIM_BATCH_SIZE", default=50)
 EMAIL_LEASE_SECONDS = env.float("EMAIL_LEASE_SECONDS", default=120.0)
+# Contact imports (docs/API.md, Imports): the largest CSV upload (a larger one is 413
+# before it is read) and row count, the rows planned and committed per chunk, and how
+# long a commit worker's claim on a chunk holds.
+IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=256 * 1024 * 1024)
+IMPORT_MAX_ROWS = env.int("IMPORT_MAX_ROWS", default=2_000_000)
+IMPORT_CHUNK_ROWS = env.int("IMPORT_CHUNK_ROWS", default=5000)
+IMPORT_LEASE_SECONDS = env.float("IMPORT_LEASE_SECONDS", default=300.0)
 # Push: URLs fetched on a user's behalf (subscription endpoints, a service account's
 # token_uri) must be https to public addresses (config/netguard.py); on, this also lets
 # http and loopback through, for tests against local stand-ins only.
@@ -294,6 +306,15 @@ PUSH_CLAIM_BATCH_SIZE = env.int("PUSH_CLAIM_BATCH_SIZE", default=100)
 PUSH_LEASE_SECONDS = env.float("PUSH_LEASE_SECONDS", default=120.0)
 PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
 
+# Automation runs: jobs one worker claims and advances in one transaction, and the lease
+# on them (automations/conf.py has the rest of the engine's tunables).
+AUTOMATIONS_CLAIM_BATCH = env.int("AUTOMATIONS_CLAIM_BATCH", default=100)
+AUTOMATIONS_LEASE_SECONDS = env.float("AUTOMATIONS_LEASE_SECONDS", default=60.0)
+# Campaigns: recipients per fan-out batch (one job of the work queue, one transaction),
+# batches one worker claims at a time, and the lease on them.
+CAMPAIGN_FANOUT_BATCH_SIZE = env.int("CAMPAIGN_FANOUT_BATCH_SIZE", default=1000)
+CAMPAIGN_FANOUT_CLAIM_BATCH_SIZE = env.int("CAMPAIGN_FANOUT_CLAIM_BATCH_SIZE", default=1)
+CAMPAIGN_FANOUT_LEASE_SECONDS = env.float("CAMPAIGN_FANOUT_LEASE_SECONDS", default=300.0)
 # Requests per second each API key may make (docs/API.md, Rate limits); a team or its plan
 # may set its own. 0 turns the limit off.
 API_RATE_LIMIT = env.int("API_RATE_LIMIT", default=1000)

@@ -58,6 +58,15 @@ class Email(models.Model):
     topic = models.ForeignKey(
         "topics.Topic", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
     )
+    # The campaign that made it (its fan-out); a canceled campaign's queued emails are
+    # not sent.
+    campaign = models.ForeignKey(
+        "messaging.Campaign",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="emails",
+    )
 
     # --- Lifecycle. Delivery sets `sent`/`failed`; ESP webhooks set `delivered`,
     # `bounced`, `complained`; tracking (the open pixel, click redirects, ESP-reported
@@ -108,6 +117,13 @@ class Email(models.Model):
             ),
             # Serves bounces and replies that quote our Message-ID.
             models.Index(fields=["message_id"], name="email_message_id_idx"),
+            # Serves a campaign's stats (counts by status) and the check that none of its
+            # emails is still queued.
+            models.Index(
+                fields=["campaign", "status"],
+                condition=models.Q(campaign__isnull=False),
+                name="email_campaign_status_idx",
+            ),
         ]
 
     def __str__(self) -> str:

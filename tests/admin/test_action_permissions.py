@@ -24,6 +24,7 @@ from django_celery_beat.models import (
     SolarSchedule,
 )
 
+from automations.models import RunJob
 from events.models import Event, EventStatus, EventType
 from messaging.models import EmailDelivery
 from tenancy.models import UsageDay
@@ -37,6 +38,8 @@ from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
 from tests.factories import PlanFactory, UserFactory
+from tests.imports.factories import ImportChunkFactory
+from tests.messaging.factories_campaigns import CampaignFactory
 from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
@@ -136,6 +139,9 @@ def console_rows(world):
     RunStepFactory(run=run, email=email)
     RunWaitFactory(run=run)
     PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
+    RunJob.objects.create(run=run, status="dead_lettered", last_error="Deadlock", attempts=8)
+    ImportChunkFactory(import_record__project=world.project, dead=True)
+    CampaignFactory(project=world.project, in_review=True)
     world.team.plan = PlanFactory(events_ingested_per_month=1000)
     world.team.save()
     UsageDay.objects.create(project=world.project, date=occurred.date(), events_ingested=3)
@@ -199,7 +205,12 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("contacts.Contact", "soft_delete"),
         ("events.DeadLetteredEvent", "requeue"),
         ("messaging.DeadLetteredEmailDelivery", "requeue"),
+        ("messaging.Campaign", "approve"),
+        ("messaging.Campaign", "reject"),
+        ("messaging.CampaignAwaitingReview", "approve"),
+        ("messaging.CampaignAwaitingReview", "reject"),
         ("pushproviders.PushDelivery", "requeue"),
+        ("imports.ImportChunk", "requeue"),
         ("automations.AutomationRun", "cancel_runs"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
         ("django_celery_beat.PeriodicTask", "disable_tasks"),

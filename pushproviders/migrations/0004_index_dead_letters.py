@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('contacts', '0001_initial'),
-        ('pushproviders', '0002_push_messages_and_deliveries'),
+        ('pushproviders', '0003_push_message_campaign'),
     ]
 
     operations = [

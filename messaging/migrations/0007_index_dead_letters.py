@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('messaging', '0005_esp_event_receipts'),
+        ('messaging', '0006_campaigns'),
     ]
 
     operations = [
