@@ -1,6 +1,7 @@
 from anymail.signals import tracking
 from django.apps import AppConfig
 
+from config.console_hooks import register_dashboard_section
 from config.hooks import ByPath
 from contacts.hooks import register_timeline_source
 from tenancy.preparedactions.registry import Operation, register
@@ -13,8 +14,10 @@ tracking.connect(
     dispatch_uid="messaging.esp_tracking_received",
 )
 
-# A contact's emails on its timeline in the staff console.
+# A contact's emails on its timeline in the staff console, and the campaigns waiting for
+# review on its dashboard.
 register_timeline_source("messaging.timeline.email_timeline")
+register_dashboard_section("messaging.console.campaigns_awaiting_review")
 # CONTRACT section 2's scope for sends, spelled out because tenancy.models (where `Scope`
 # lives) cannot be imported before the app registry is ready; a test checks it is
 # `Scope.MESSAGES_SEND`.

@@ -56,6 +56,8 @@ from messaging.services.emails import EmailRequest, email_send
 from messaging.services.rendering import SampleEvent, render_email, render_push, template_context
 from pushproviders.selectors import push_installation_list
 from pushproviders.services.sending import push_send
+from tenancy.models import Meter
+from tenancy.usage import usage_record
 
 # `RunStep.outcome` of sends that had nobody to send to: every recipient suppressed, or no
 # active device. The step is completed: the run goes on.
@@ -498,6 +500,8 @@ class LiveEngine(Engine):
         now = self.now()
         wait = self.open_wait(step, row, timeout_at=now + self.duration_of(step))
         wait.save(force_insert=True)
+        # Metered after the step's transaction commits; test runs' simulated waits are not.
+        usage_record(project=self.run.project, meter=Meter.WAITS_CREATED)
         self.history.add_wait(wait)
         row.status = StepStatus.WAITING
         self._record(row)

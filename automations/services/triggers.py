@@ -44,6 +44,8 @@ from config import clock
 from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from events.models import Event, EventSource
+from tenancy.models import Meter
+from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
@@ -293,6 +295,8 @@ def runs_start(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...])
                 ).delete()
             continue
         RunJob.objects.create(run_id=run_id, next_attempt_at=now, created_at=now)
+        # Metered after the event's processing commits (a retried attempt counts once).
+        usage_record(project=event.project, meter=Meter.RUNS_STARTED)
         started = True
     return started
 

@@ -49,8 +49,6 @@ INSTALLED_APPS = [
     "pushproviders",
     "automations",
     "imports",
-    # After every family: its admin module replaces one of theirs (console/admin.py).
-    "console",
 ]
 
 MIDDLEWARE = [

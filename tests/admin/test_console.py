@@ -29,6 +29,7 @@ from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
 from tests.factories import UserFactory
+from tests.messaging.factories_campaigns import CampaignFactory
 from tests.messaging.factories_emails import EmailFactory
 from tests.pushproviders.factories import PushDeliveryFactory, PushInstallationFactory
 
@@ -78,6 +79,21 @@ def test_the_dashboard_shows_queues_dead_letters_and_recent_failures(admin_clien
     assert "contact_not_found" in page
     assert 'data-queue="messaging.EmailDelivery"' in page
     assert 'data-queue="pushproviders.PushDelivery"' in page
+
+
+def test_the_dashboard_lists_the_campaigns_awaiting_review_longest_first(
+    admin_client, world, clock
+):
+    CampaignFactory(project=world.project, name="Spring sale", in_review=True)
+    clock.advance(hours=1)
+    CampaignFactory(project=world.project, name="Summer sale", in_review=True)
+    CampaignFactory(project=world.project, name="Draft only")
+
+    page = admin_client.get("/admin/").content.decode()
+
+    assert "Campaigns awaiting review" in page
+    assert page.index("Spring sale") < page.index("Summer sale")
+    assert "Draft only" not in page
 
 
 def test_families_add_sections_to_the_dashboard(admin_client):
@@ -228,7 +244,7 @@ def test_a_run_is_canceled_from_the_timeline(admin_client, world, clock):
     contact = ContactFactory(project=world.project)
     run = AutomationRunFactory(contact=contact, automation__project=world.project, waiting=True)
     page = contact_page(contact)
-    cancel = reverse("admin:automations_automationrun_cancel", args=[run.pk])
+    cancel = reverse("admin:automations_automationrun_cancel_one", args=[run.pk])
     assert cancel in admin_client.get(page).content.decode()
 
     response = admin_client.post(cancel, {"next": page})
@@ -247,7 +263,7 @@ def test_staff_who_may_only_view_runs_cannot_cancel_them(client, world, clock):
     client.force_login(user)
     contact = ContactFactory(project=world.project)
     run = AutomationRunFactory(contact=contact, automation__project=world.project, waiting=True)
-    cancel = reverse("admin:automations_automationrun_cancel", args=[run.pk])
+    cancel = reverse("admin:automations_automationrun_cancel_one", args=[run.pk])
 
     page = client.get(contact_page(contact))
     assert page.status_code == 200

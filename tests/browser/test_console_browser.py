@@ -1,6 +1,6 @@
 """The staff console as support staff use it, in headless chromium: log in, create a key
 and see its secret once, requeue a dead-lettered event, cancel a run from a contact's
-timeline."""
+timeline, approve a campaign after seeing its rendered preview."""
 
 import datetime as dt
 import json
@@ -15,10 +15,12 @@ from selenium.webdriver.support.select import Select
 
 from automations.models import RunStatus
 from events.models import Event, EventStatus
+from messaging.models import CampaignStatus
 from tenancy.models import ApiKey
 from tests.automations.factories import AutomationRunFactory, RunStepFactory
 from tests.contacts.factories import ContactFactory
 from tests.factories import ProjectFactory
+from tests.messaging.factories_campaigns import CampaignFactory, audience_with
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -136,7 +138,33 @@ def test_a_run_is_canceled_from_the_contacts_timeline(browser, live_server, staf
     assert run.status == RunStatus.CANCELED
 
 
-@pytest.mark.skip(reason="Campaigns and their review are not part of this service yet.")
-def test_a_campaign_is_approved_with_its_rendered_preview(browser, live_server, staff):
-    """Approving a campaign and seeing its rendered preview: campaigns come with their
-    own console pages; this test is written then."""
+def test_a_campaign_is_approved_after_its_rendered_preview(browser, live_server, staff):
+    project = ProjectFactory(name="Shop")
+    campaign = CampaignFactory(
+        project=project,
+        name="Spring sale",
+        in_review=True,
+        audience=audience_with(project, 1, first_name="Ada"),
+    )
+    log_in(browser, live_server, staff)
+
+    # From the dashboard's review queue to the campaign's page.
+    section = browser.find_element(By.XPATH, "//h2[text()='Campaigns awaiting review']/..")
+    section.find_element(By.LINK_TEXT, "Spring sale").click()
+    page = browser.page_source
+    assert "Hello Ada" in page
+    browser.switch_to.frame(browser.find_element(By.CSS_SELECTOR, "iframe[sandbox]"))
+    assert browser.find_element(By.TAG_NAME, "p").text == "Hi Ada"
+    browser.switch_to.default_content()
+
+    browser.get(f"{live_server.url}/admin/messaging/campaignawaitingreview/")
+    browser.find_element(By.CSS_SELECTOR, f'input.action-select[value="{campaign.pk}"]').click()
+    Select(browser.find_element(By.NAME, "action")).select_by_value("approve")
+    browser.find_element(By.NAME, "index").click()
+
+    campaign.refresh_from_db()
+    assert campaign.status == CampaignStatus.APPROVED
+    assert campaign.recipient_count == 1
+    # It has left the review queue.
+    browser.get(f"{live_server.url}/admin/messaging/campaignawaitingreview/")
+    assert "Spring sale" not in browser.find_element(By.ID, "content").text

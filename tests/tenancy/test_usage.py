@@ -6,9 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from automations.services.advance import runs_advance_due
+from automations.services.triggers import triggers_forget_local
 from config import netguard
 from config.redisclient import redis_client
 from events.models import Event
+from events.services.processing import events_process_due
 from messaging.models import Email
 from messaging.services.delivery import emails_deliver_batch
 from pushproviders.models import PushMessage
@@ -26,6 +29,7 @@ from tenancy.usage import (
     usage_fold,
     usage_record,
 )
+from tests.automations.factories import AutomationFactory
 from tests.factories import PlanFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
 from tests.messaging.smtp_server import SmtpServer, smtp_server_for
@@ -366,3 +370,16 @@ def test_a_push_send_needs_room_for_every_delivery_it_queues(api, world, clock, 
     assert PushMessage.objects.filter(project=world.project).count() == 1
     assert api.post("/push/tests", test, key=world.keys["project"]).status_code == 202
     assert api.post("/push/tests", test, key=world.keys["project"]).status_code == 422
+
+
+def test_the_engine_meters_the_runs_it_starts_and_the_waits_it_enters(api, world, clock):
+    AutomationFactory(project=world.project, published=True)
+    triggers_forget_local()
+    body = {"event": "order.completed", "email": "ada@example.com"}
+    assert api.post("/events", body, key=world.keys["project"]).status_code == 202
+
+    events_process_due(budget_seconds=10)
+    runs_advance_due(budget_seconds=10)
+
+    totals = usage(api, world)["totals"]
+    assert (totals["runs_started"], totals["waits_created"]) == (1, 1)

@@ -1,6 +1,6 @@
-"""Automation runs in the staff console: a contact's runs with their steps on its
-timeline, and runs by status for Prometheus. (Reads of the automations' tables that
-belong in automations/selectors.py; they move there with the run engine.)"""
+"""Automation runs in the staff console and the metrics: a contact's runs with their steps
+on its timeline (contacts.hooks), with a cancel button, and runs by status for
+Prometheus (config.metrics_hooks)."""
 
 import datetime as dt
 from collections.abc import Iterable
@@ -42,7 +42,7 @@ def run_timeline(
             detail += f" · {run.last_error[:120]}"
         actions: tuple[TimelineAction, ...] = ()
         if cancel and run.status not in FINISHED_RUN_STATUSES:
-            url = reverse("admin:automations_automationrun_cancel", args=[run.pk])
+            url = reverse("admin:automations_automationrun_cancel_one", args=[run.pk])
             actions = (TimelineAction(label="Cancel run", url=url),)
         entries.append(
             TimelineEntry(
