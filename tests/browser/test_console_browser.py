@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.select import Select
+from selenium.webdriver.support.wait import WebDriverWait
 
 from automations.models import RunStatus
 from events.models import Event, EventStatus
@@ -39,6 +40,8 @@ def log_in(browser: Any, live_server: Any, staff: Any) -> None:
     browser.find_element(By.NAME, "username").send_keys(staff.username)
     browser.find_element(By.NAME, "password").send_keys(PASSWORD)
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    # The login page has the same header: wait for the dashboard itself.
+    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "dashboard"))
     assert browser.find_element(By.ID, "site-name").text == "Sendrealm staff console"
 
 
