@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from tenancy.preparedactions.registry import Operation, register
 
 # CONTRACT section 2's scope for lifecycle changes, spelled out because tenancy.models
@@ -14,6 +15,8 @@ class AutomationsConfig(AppConfig):
     verbose_name = "Automations"
 
     def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("automations.api.tools")
         # Prepare -> execute operations, named by path: imported at their first use.
         for action in LIFECYCLE_ACTIONS:
             register(

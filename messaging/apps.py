@@ -1,6 +1,7 @@
 from anymail.signals import tracking
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from config.hooks import ByPath
 
 # ESP tracking webhooks (/webhooks/email/<esp>) reach us through django-anymail's signal,
@@ -15,3 +16,7 @@ tracking.connect(
 class MessagingConfig(AppConfig):
     name = "messaging"
     verbose_name = "Messaging"
+
+    def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("messaging.api.tools")

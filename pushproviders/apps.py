@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from contacts.hooks import register_contact_deleted_handler
 from messaging.hooks import register_push_test_sender
 
@@ -14,3 +15,7 @@ register_push_test_sender("pushproviders.services.sending.push_template_test_sen
 class PushProvidersConfig(AppConfig):
     name = "pushproviders"
     verbose_name = "Push providers"
+
+    def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("pushproviders.api.tools")
