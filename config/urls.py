@@ -34,6 +34,8 @@ urlpatterns = [
     # ESP tracking webhooks (/webhooks/email/<esp>).
     path("", include("messaging.webhooks.urls")),
     path("", include("automations.api.urls")),
+    # The agent interface: MCP over Streamable HTTP.
+    path("", include("agent.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

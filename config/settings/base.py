@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "messaging",
     "pushproviders",
     "automations",
+    "agent",
 ]
 
 MIDDLEWARE = [

@@ -5,6 +5,7 @@ checked the day it is registered.
 """
 
 import datetime as dt
+import uuid
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from django_celery_beat.models import (
     SolarSchedule,
 )
 
+from agent.models import ToolCall
 from events.models import Event, EventStatus, EventType
 from messaging.models import EmailDelivery
 from tests.automations.factories import (
@@ -135,6 +137,16 @@ def console_rows(world):
     RunStepFactory(run=run, email=email)
     RunWaitFactory(run=run)
     PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
+    ToolCall.objects.create(
+        api_key_id=uuid.uuid4(),
+        user_id=world.users["owner"].id,
+        project_id=world.project.id,
+        tool="contacts_get",
+        outcome="ok",
+        status=200,
+        duration_ms=3.5,
+        created_at=occurred,
+    )
     return world
 
 
