@@ -1,29 +1,27 @@
 """The MCP server: the SDK's low-level server serving the registered tools, driven by the
 SDK's stateless Streamable HTTP session manager in JSON-response mode.
 
-The service runs under WSGI; the SDK's transport is ASGI. Each web process keeps one event
-loop on a thread of its own, started at the first MCP request, on which the session
-manager runs for the life of the process. A request's thread hands the manager the ASGI
-form of its request and waits; whatever a handler must run against Django (the tool call,
-the audit row) is handed back to that same thread, which runs it while it waits (asgiref's
-CurrentThreadExecutor), so database work keeps the request's own connection and the loop
-never blocks on it. Stateless mode keeps nothing between requests, so any process answers
-any call.
+The service runs under WSGI; the SDK's transport is ASGI. A request's own thread runs an
+event loop (one per thread, reused) until the SDK has answered: a fresh session manager
+serves the one request, then stops. Whatever a handler must run against Django (the tool
+call, its audit row) is queued and run on that thread between two turns of the loop,
+while no loop is running, so Django's ORM runs as it does in any view (its own thread,
+its own connection) and nothing crosses threads. Stateless mode keeps nothing between
+requests, so any thread of any process answers any call.
 """
 
 import asyncio
 import functools
-import logging
-import os
 import threading
+import weakref
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 import orjson
-from asgiref.current_thread_executor import CurrentThreadExecutor
 from django.conf import settings
 from django.http import HttpRequest
 from mcp.server.context import ServerRequestContext
@@ -34,8 +32,6 @@ from mcp.server.transport_security import TransportSecuritySettings
 from agent.catalog import catalog
 from agent.services import tool_call_perform
 from tenancy.access import KeyRecord
-
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -51,22 +47,44 @@ INSTRUCTIONS = (
 )
 # The ASGI scope member that carries a request's own state to the handlers.
 SCOPE_KEY = "sendrealm.call"
-STARTUP_SECONDS = 30
+
+
+@dataclass
+class Jobs:
+    """Synchronous work the handlers hand to the request's thread, run while its loop
+    is paused (see `serve`)."""
+
+    queue: deque[tuple[Callable[[], Any], asyncio.Future[Any]]] = field(default_factory=deque)
+    wake: asyncio.Future[None] | None = None
+
+    async def run(self, function: Callable[[], T]) -> T:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self.queue.append((function, future))
+        if self.wake is not None and not self.wake.done():
+            self.wake.set_result(None)
+        return await future
+
+    def drain(self) -> None:
+        while self.queue:
+            function, future = self.queue.popleft()
+            if future.cancelled():
+                continue
+            try:
+                result = function()
+            except Exception as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
 
 
 @dataclass(frozen=True)
 class CallScope:
     """What the handlers of one HTTP request need: its key, the request (for the tool's
-    REST call) and the executor that runs work on the request's thread."""
+    REST call) and the queue of work for the request's thread."""
 
     key: KeyRecord
     request: HttpRequest
-    executor: CurrentThreadExecutor
-
-
-async def _on_request_thread(call: CallScope, function: Callable[[], T]) -> T:
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(call.executor, function)
+    jobs: Jobs = field(default_factory=Jobs)
 
 
 def _call_scope(ctx: ServerRequestContext[Any, Any]) -> CallScope:
@@ -82,7 +100,7 @@ async def _list_tools(
 ) -> types.ListToolsResult:
     call = _call_scope(ctx)
     # The schemas come from the OpenAPI document, generated on the request's thread.
-    tools = await _on_request_thread(call, lambda: catalog().tool_list)
+    tools = await call.jobs.run(lambda: catalog().tool_list)
     return types.ListToolsResult(tools=tools)
 
 
@@ -90,8 +108,7 @@ async def _call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     call = _call_scope(ctx)
-    outcome = await _on_request_thread(
-        call,
+    outcome = await call.jobs.run(
         functools.partial(
             tool_call_perform,
             catalog=catalog(),
@@ -117,7 +134,7 @@ def _no_header_schema(name: str) -> None:
 
 
 def server_build() -> Server[Any]:
-    return Server(
+    server: Server[Any] = Server(
         SERVER_NAME,
         version=str(settings.SPECTACULAR_SETTINGS["VERSION"]),
         instructions=INSTRUCTIONS,
@@ -125,72 +142,60 @@ def server_build() -> Server[Any]:
         on_call_tool=_call_tool,
         get_tool_input_schema=_no_header_schema,
     )
+    # The SDK wraps each message in an OpenTelemetry span by default; this service exports
+    # no traces, so the span would be built for nothing on every call (the SDK's opt-out).
+    server.middleware = []
+    return server
 
 
 ResponseParts = tuple[int, list[tuple[bytes, bytes]], bytes]
 
-
-class McpBridge:
-    """One event loop per process running the session manager; requests join it from
-    their own threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._manager: StreamableHTTPSessionManager | None = None
-        self._pid: int | None = None
-
-    def _started(self) -> tuple[asyncio.AbstractEventLoop, StreamableHTTPSessionManager]:
-        with self._lock:
-            # A forked child inherits the attributes but not the thread: start its own.
-            if self._loop is None or self._manager is None or self._pid != os.getpid():
-                ready = threading.Event()
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=self._run, args=(loop, ready), name="mcp-server", daemon=True
-                )
-                thread.start()
-                if not ready.wait(STARTUP_SECONDS) or self._manager is None:
-                    raise RuntimeError("The MCP server did not start.")
-                self._loop, self._pid = loop, os.getpid()
-            return self._loop, self._manager
-
-    def _run(self, loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_until_complete(self._serve(ready))
-        except Exception:
-            logger.exception("The MCP server's event loop stopped")
-        finally:
-            self._manager = None
-            loop.close()
-
-    async def _serve(self, ready: threading.Event) -> None:
-        manager = StreamableHTTPSessionManager(
-            app=server_build(),
-            json_response=True,
-            stateless=True,
-            # Callers present API keys, not cookies, and Django checks ALLOWED_HOSTS.
-            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        )
-        async with manager.run():
-            self._manager = manager
-            ready.set()
-            await anyio.sleep_forever()
-
-    def serve(self, scope: dict[str, Any], body: bytes, executor: CurrentThreadExecutor) -> Any:
-        """Serves one HTTP request; blocks the calling thread, running the work the
-        handlers hand back to it, until the response is complete."""
-        loop, manager = self._started()
-        future = asyncio.run_coroutine_threadsafe(_exchange(manager, scope, body), loop)
-        executor.run_until_future(future)
-        return future.result()
+_server: Server[Any] | None = None
+_local = threading.local()
 
 
-async def _exchange(
-    manager: StreamableHTTPSessionManager, scope: dict[str, Any], body: bytes
-) -> ResponseParts:
-    """One request through the manager's ASGI app, its response collected."""
+def _shared_server() -> Server[Any]:
+    """The low-level server: built once per process, shared by every request's manager."""
+    global _server
+    if _server is None:
+        _server = server_build()
+    return _server
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop, made at its first MCP request and closed with the thread.
+    Nothing stays scheduled on it between requests."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _local.loop = loop
+        weakref.finalize(threading.current_thread(), loop.close)
+    return loop
+
+
+def serve(scope: dict[str, Any], body: bytes) -> ResponseParts:
+    """Serves one HTTP request on the calling thread: turns the loop until the SDK has
+    answered, running the handlers' Django work in between, while no loop runs."""
+    call: CallScope = scope[SCOPE_KEY]
+    jobs = call.jobs
+    loop = _thread_loop()
+    task = loop.create_task(_exchange(scope, body))
+    try:
+        while not task.done():
+            jobs.wake = loop.create_future()
+            loop.run_until_complete(
+                asyncio.wait((task, jobs.wake), return_when=asyncio.FIRST_COMPLETED)
+            )
+            jobs.drain()
+    finally:
+        if not task.done():
+            task.cancel()
+            loop.run_until_complete(asyncio.wait((task,)))
+    return task.result()
+
+
+async def _exchange(scope: dict[str, Any], body: bytes) -> ResponseParts:
+    """One request through a session manager of its own, its response collected."""
     status = 500
     headers: list[tuple[bytes, bytes]] = []
     chunks: list[bytes] = []
@@ -215,11 +220,16 @@ async def _exchange(
             if not message.get("more_body", False):
                 finished.set()
 
+    manager = StreamableHTTPSessionManager(
+        app=_shared_server(),
+        json_response=True,
+        stateless=True,
+        # Callers present API keys, not cookies, and Django checks ALLOWED_HOSTS.
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
     try:
-        await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
     finally:
         finished.set()
     return status, headers, b"".join(chunks)
-
-
-bridge = McpBridge()

@@ -2,11 +2,10 @@
 
 from typing import Any
 
-from asgiref.current_thread_executor import CurrentThreadExecutor
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agent.server import SCOPE_KEY, CallScope, bridge
+from agent.server import SCOPE_KEY, CallScope, serve
 from config.api.envelope import error_body
 from config.api.errors import Forbidden, MethodNotAllowed, ServiceError
 from tenancy.api.authentication import api_key_authenticate
@@ -88,8 +87,8 @@ def mcp_view(request: HttpRequest) -> HttpResponse:
                 status=415,
             )
         )
-    call = CallScope(key=key, request=request, executor=CurrentThreadExecutor(None))
-    status, headers, body = bridge.serve(_asgi_scope(request, call), request.body, call.executor)
+    call = CallScope(key=key, request=request)
+    status, headers, body = serve(_asgi_scope(request, call), request.body)
     response = HttpResponse(body, status=status, content_type=JSON)
     for name, value in headers:
         header = name.decode("latin-1")

@@ -317,5 +317,8 @@ LOGGING: dict[str, Any] = {
         "httpcore": {"level": "WARNING"},
         "hpack": {"level": "WARNING"},
         "h2": {"level": "WARNING"},
+        # The MCP SDK logs the start and stop of the session manager that serves each
+        # stateless request (agent/server.py) at INFO: two lines per tool call.
+        "mcp": {"level": "WARNING"},
     },
 }
