@@ -1,11 +1,25 @@
 """Staff console for automations: each with its versions, and runs with their step
-timeline and waits. All read-only: automations change through the API (validation, locks,
-prepared actions), runs through the engine."""
+timeline and waits. Read-only: automations change through the API (validation, locks,
+prepared actions), runs through the engine. Two actions, each declaring `change`: cancel
+runs (as the API's cancel does) and requeue the dead-lettered jobs of runs."""
 
-from django.contrib import admin
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from automations.models import Automation, AutomationRun, AutomationVersion, RunStep, RunWait
+from automations.models import (
+    Automation,
+    AutomationRun,
+    AutomationVersion,
+    RunJob,
+    RunStep,
+    RunWait,
+)
+from automations.queue import RUN_QUEUE
+from automations.services.runs import runs_cancel_by_staff
 from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
 
 
@@ -74,10 +88,11 @@ class AutomationVersionAdmin(ReadOnlyModelAdmin):
 
 class RunStepInline(ReadOnlyInline):
     model = RunStep
-    ordering = ["started_at", "id"]
+    ordering = ["started_at", "sequence", "id"]
     show_change_link = False
     rows_select_related = ["email"]
     readonly_fields = (
+        "sequence",
         "step_key",
         "visit",
         "type",
@@ -88,6 +103,7 @@ class RunStepInline(ReadOnlyInline):
         "error",
         "email",
         "push_id",
+        "rendered",
     )
     fields = readonly_fields
 
@@ -158,7 +174,51 @@ class AutomationRunAdmin(ReadOnlyModelAdmin):
     )
     fields = readonly_fields
     inlines = [RunStepInline, RunWaitInline]
+    actions = ["cancel_runs"]
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        # Fields stay read-only; canceling a run changes it.
+        return bool(request.user.has_perm("automations.change_automationrun"))
+
+    @admin.action(description="Cancel the selected runs", permissions=["cancel"])
+    def cancel_runs(self, request: HttpRequest, queryset: QuerySet[AutomationRun]) -> None:
+        count = runs_cancel_by_staff(runs=queryset, reason="Canceled from the staff console.")
+        self.message_user(request, f"Canceled or asked to stop {count} runs.", messages.SUCCESS)
 
     @admin.display(description="trigger payload")
     def trigger_payload_display(self, obj: AutomationRun) -> SafeString:
         return pretty_json(obj.trigger_payload)
+
+
+@admin.register(RunJob)
+class RunJobAdmin(ReadOnlyModelAdmin):
+    """The runs' work queue: a job per run, due when the engine has something to do for the
+    run (`next_attempt_at` is the wait's deadline while the run waits). Jobs whose retries
+    ran out (the database kept failing them) can be requeued."""
+
+    list_display = ["run", "status", "attempts", "error_code", "next_attempt_at", "created_at"]
+    list_filter = ["status", "error_code"]
+    list_select_related = ["run"]
+    search_fields = ["=run__id"]
+    search_help_text = "Run id (exact)."
+    raw_id_fields = ["run"]
+    readonly_fields = (
+        "run",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "lease_expires_at",
+        "error_code",
+        "last_error",
+        "created_at",
+    )
+    fields = readonly_fields
+    actions = ["requeue"]
+
+    def has_requeue_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("automations.change_runjob"))
+
+    @admin.action(description="Requeue the selected dead-lettered jobs", permissions=["requeue"])
+    def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        count = RUN_QUEUE.requeue(ids=queryset.values_list("pk", flat=True))
+        self.message_user(request, f"Requeued {count} jobs.", messages.SUCCESS)

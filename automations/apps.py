@@ -1,7 +1,14 @@
 from django.apps import AppConfig
 
 from config.agenttools import register_agent_tools
+from contacts.hooks import register_contact_deleted_handler
+from events.hooks import register_event_handler
 from tenancy.preparedactions.registry import Operation, register
+
+# Every processed event passes here: it completes the contact's waits and starts runs.
+register_event_handler("automations.services.triggers.automations_event_handle")
+# A deleted contact's runs in progress end (canceled), like an archived automation's.
+register_contact_deleted_handler("automations.services.runs.runs_of_deleted_contact")
 
 # CONTRACT section 2's scope for lifecycle changes, spelled out because tenancy.models
 # (where `Scope` lives) cannot be imported before the app registry is ready; a test

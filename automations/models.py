@@ -14,6 +14,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from config import clock
+from config.workqueue.models import WorkItem, due_index, lease_index
 from contacts.models import Contact
 from messaging.models import Email
 from tenancy.models import Project, ProjectForeignKey
@@ -224,6 +225,18 @@ class AutomationRun(models.Model):
                 condition=models.Q(completed_at__isnull=False),
                 name="run_finished_idx",
             ),
+            # Serve the retention purge per project: finished live runs by when they ended,
+            # test runs (whose times are virtual) by when they were made.
+            models.Index(
+                fields=["project", "completed_at"],
+                condition=models.Q(completed_at__isnull=False, execution_mode=ExecutionMode.LIVE),
+                name="run_purge_live_idx",
+            ),
+            models.Index(
+                fields=["project", "created_at"],
+                condition=models.Q(execution_mode=ExecutionMode.TEST),
+                name="run_purge_test_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -277,6 +290,12 @@ class RunStep(models.Model):
     )
     # The push message a send_push step made (push messages keep their own table).
     push_id = models.UUIDField(null=True, blank=True)
+    # Test runs only: what a send step would have sent (subject/html/text or
+    # title/body/data, and the sender) and the fields an update_contact would have set.
+    rendered = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    # The step's place in the run's timeline (1, 2, ...): steps taken in one advance share
+    # a clock reading, and a test run's times are virtual.
+    sequence = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=clock.now, editable=False)
 
     class Meta:
@@ -351,6 +370,12 @@ class RunWait(models.Model):
                 condition=models.Q(status=WaitStatus.WAITING),
                 name="run_wait_match_idx",
             ),
+            # Serves the retention purge of resolved waits (`wait_retention_days`).
+            models.Index(
+                fields=["project", "resolved_at"],
+                condition=~models.Q(status=WaitStatus.WAITING),
+                name="run_wait_purge_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -394,3 +419,34 @@ class AutomationEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.automation_id} / {self.contact_id}"
+
+
+class RunJob(WorkItem):
+    """The work-queue row of a run (config/workqueue/): due when the engine has something to
+    do for it (the run just started, its wait was matched or reached its timeout, or a
+    paused automation was resumed). One row per run for the run's whole life: the engine
+    re-arms it (`next_attempt_at` is the wait's deadline while the run waits) instead of
+    adding rows, so one run is never advanced by two jobs, and the kit's due index is also
+    the index of wait deadlines."""
+
+    run = models.OneToOneField(
+        AutomationRun, on_delete=models.CASCADE, primary_key=True, related_name="job"
+    )
+    created_at = models.DateTimeField(default=clock.now, editable=False)
+
+    class Meta:
+        indexes = [
+            # Serve the workers' claim (runs due now, waits whose deadline passed) and the
+            # takeover of jobs whose worker died.
+            due_index("run_job_due_idx"),
+            lease_index("run_job_lease_idx"),
+            # Serves the dead-letter list of the staff console.
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(status="dead_lettered"),
+                name="run_job_dead_letter_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"job of run {self.run_id} ({self.status})"

@@ -104,7 +104,7 @@ def automation_run_list(
     """The automation's runs, each with its step timeline and waits (two more queries per
     page, whatever its size)."""
     runs = AutomationRun.objects.filter(automation=automation).prefetch_related(
-        Prefetch("steps", queryset=RunStep.objects.order_by("started_at", "id")),
+        Prefetch("steps", queryset=RunStep.objects.order_by("started_at", "sequence", "id")),
         Prefetch("waits", queryset=RunWait.objects.order_by("created_at", "id")),
     )
     if status is not None:

@@ -18,6 +18,7 @@ class Queues:
     EVENTS = "events"
     MESSAGING = "messaging"
     PUSH = "push"
+    AUTOMATIONS = "automations"
 
 
 app.conf.task_default_queue = Queues.DEFAULT
@@ -28,11 +29,13 @@ app.conf.task_queues = [
     Queue(Queues.EVENTS, routing_key=Queues.EVENTS),
     Queue(Queues.MESSAGING, routing_key=Queues.MESSAGING),
     Queue(Queues.PUSH, routing_key=Queues.PUSH),
+    Queue(Queues.AUTOMATIONS, routing_key=Queues.AUTOMATIONS),
 ]
 app.conf.task_routes = {
     "events.*": {"queue": Queues.EVENTS},
     "messaging.*": {"queue": Queues.MESSAGING},
     "pushproviders.*": {"queue": Queues.PUSH},
+    "automations.*": {"queue": Queues.AUTOMATIONS},
 }
 
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
@@ -67,6 +70,19 @@ app.conf.beat_schedule = {
         "task": "pushproviders.sweep_push",
         "schedule": 5.0,
         "options": {"expires": 4},
+    },
+    # The runs' jobs table is the queue, and its due index holds the wait deadlines: this
+    # sweep times waits out (within its interval: timeouts are approximate) and is the
+    # safety net of the trigger's wake-up.
+    "automations.sweep_runs": {
+        "task": "automations.sweep_runs",
+        "schedule": 5.0,
+        "options": {"expires": 4},
+    },
+    "automations.purge_expired": {
+        "task": "automations.purge_expired",
+        "schedule": 600.0,
+        "options": {"expires": 540},
     },
     "preparedactions.expire": {
         "task": "preparedactions.expire",

@@ -7,6 +7,8 @@ TLS still verifies the certificate against the URL's host name; only the TCP con
 the pinned address. Proxies from the environment are ignored (they would connect for us).
 """
 
+import functools
+import ssl
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -15,6 +17,14 @@ import httpcore
 import httpx
 
 from config import netguard
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context per process: loading the CA bundle costs about 20 ms,
+    and a client is made per provider per batch. A context is safe to share between
+    connections and threads once configured."""
+    return httpx.create_ssl_context(trust_env=False)
 
 
 class _PinnedBackend(httpcore.SyncBackend):
@@ -80,11 +90,12 @@ class GuardedClient:
     ) -> None:
         self.allow_loopback_http = allow_loopback_http
         self._backend = _PinnedBackend()
-        transport = httpx.HTTPTransport(http1=http1, http2=http2, trust_env=False)
+        context = _ssl_context()
+        transport = httpx.HTTPTransport(verify=context, http1=http1, http2=http2, trust_env=False)
         # httpx does not take a network backend; its transport's pool is rebuilt with the
         # same settings and the pinning backend.
         transport._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False),
+            ssl_context=context,
             http1=http1,
             http2=http2,
             network_backend=self._backend,

@@ -15,7 +15,13 @@ from automations.models import (
     TerminalReason,
     WaitStatus,
 )
-from config.api.serializers import JsonObjectField, StrictCharField, StrictSerializer
+from config.api.serializers import (
+    EmailMemberField,
+    JsonObjectField,
+    StrictCharField,
+    StrictSerializer,
+    exactly_one_of,
+)
 
 DEFINITION_HELP = (
     "The automation's definition: `trigger`, `start`, `steps`, `settings`. Its JSON Schema is "
@@ -119,6 +125,19 @@ class RunStepSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True)
     email_id = serializers.UUIDField(allow_null=True)
     push_id = serializers.UUIDField(allow_null=True)
+    outcome = serializers.CharField(
+        allow_null=True,
+        help_text="Which way the step went: `then`/`else` (branch), `event`/`timeout` "
+        "(wait_for_event), `suppressed` (an email to a suppressed address), `no_devices` (a "
+        "push to a contact without active devices); null otherwise.",
+    )
+    rendered = JsonObjectField(
+        allow_null=True,
+        help_text="Test runs: what a send step would have sent (`from`, `to`, `subject`, "
+        "`html`, `text`, or `title`, `body`, `data`, `installations`) with the template "
+        "version and `undefined_variables`, or the `fields` an update_contact would set. "
+        "Null in live runs.",
+    )
 
 
 class RunWaitSerializer(serializers.Serializer):
@@ -159,3 +178,44 @@ class AutomationRunSerializer(serializers.Serializer):
 
 class RunCancelSerializer(StrictSerializer):
     reason = StrictCharField(required=False, allow_null=True, max_length=500)
+
+
+EVENT_NAME_PATTERN = r"^[a-z0-9]+(_[a-z0-9]+)*(\.[a-z0-9]+(_[a-z0-9]+)*)*$"
+
+
+class TestRunEventSerializer(StrictSerializer):
+    """An event the test run pretends arrives `after` its start."""
+
+    event = serializers.RegexField(EVENT_NAME_PATTERN, max_length=200)
+    payload = JsonObjectField(required=False)
+    after = StrictCharField(
+        max_length=64,
+        help_text="ISO 8601 duration after the run's start (`PT0S`, `PT30M`, `P2D`).",
+    )
+
+
+class TestRunCreateSerializer(StrictSerializer):
+    """`email` or `contact_id` (exactly one) names the contact; `payload` is the trigger
+    event's payload."""
+
+    body_rules = exactly_one_of("email", "contact_id")
+
+    email = EmailMemberField(required=False)
+    contact_id = serializers.UUIDField(required=False)
+    payload = JsonObjectField(required=False)
+    events = TestRunEventSerializer(  # type: ignore[call-arg]
+        many=True, required=False, max_length=100
+    )
+    start_at = serializers.DateTimeField(
+        required=False, help_text="The virtual clock's start (default: now)."
+    )
+    version = serializers.UUIDField(
+        required=False,
+        help_text="A version of the automation to run (default: the published one, else the "
+        "draft).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("email" in attrs) == ("contact_id" in attrs):
+            raise serializers.ValidationError("Give exactly one of `email` or `contact_id`.")
+        return attrs

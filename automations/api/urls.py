@@ -10,6 +10,7 @@ from automations.api.views import (
     AutomationRunCancelView,
     AutomationRunDetailView,
     AutomationRunListView,
+    AutomationTestRunView,
     AutomationVersionDetailView,
     AutomationVersionListView,
     AutomationVersionRestoreView,
@@ -59,6 +60,11 @@ urlpatterns = [
         name="automation-action-execute",
     ),
     path(f"{AUTOMATION}/runs", AutomationRunListView.as_view(), name="automation-run-list"),
+    path(
+        f"{AUTOMATION}/test-runs",
+        AutomationTestRunView.as_view(),
+        name="automation-test-run-create",
+    ),
     path(
         f"{AUTOMATION}/runs/<uuid:run_id>",
         AutomationRunDetailView.as_view(),

@@ -15,6 +15,7 @@ from automations.api.serializers import (
     AutomationUpdateSerializer,
     AutomationVersionSerializer,
     RunCancelSerializer,
+    TestRunCreateSerializer,
 )
 from automations.definition.validation import definition_schema
 from automations.models import Automation, ExecutionMode, RunStatus
@@ -35,6 +36,7 @@ from automations.services.automations import (
 )
 from automations.services.lifecycle import ACTIONS, AUTOMATION_ACTIONS
 from automations.services.runs import automation_run_cancel
+from automations.services.testruns import automation_test_run
 from config.api.errors import Forbidden, ValidationFailed, or_404
 from config.api.pagination import paginate
 from tenancy.api.base import ProjectView
@@ -357,6 +359,31 @@ class AutomationRunCancelView(ProjectView):
             reason=body.get("reason"),
         )
         return Response(AutomationRunSerializer(run).data, status=202)
+
+
+class AutomationTestRunView(ProjectView):
+    @extend_schema(
+        request=TestRunCreateSerializer,
+        responses={201: AutomationRunSerializer},
+        operation_id="automation_test_runs_create",
+    )
+    def post(self, request: Request, automation_id: uuid.UUID) -> Response:
+        """Runs the automation for one contact to its end, in this request, on a virtual
+        clock (`execution_mode: test`): waits move `virtual_now`, injected `events` complete
+        `wait_for_event` steps when they come before the timeout, sends are rendered onto
+        their steps and never delivered. A payload the trigger filter refuses is 422."""
+        body = self.validated(TestRunCreateSerializer)
+        run = automation_test_run(
+            project=self.project,
+            automation_id=automation_id,
+            email=body.get("email"),
+            contact_id=body.get("contact_id"),
+            payload=body.get("payload"),
+            events=body.get("events") or [],
+            start_at=body.get("start_at"),
+            version_id=body.get("version"),
+        )
+        return Response(AutomationRunSerializer(run).data, status=201)
 
 
 class DefinitionSchemaView(ProjectView):

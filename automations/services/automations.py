@@ -21,6 +21,7 @@ from automations.models import (
     AutomationVersionState,
 )
 from automations.services.runs import runs_stop
+from automations.services.triggers import triggers_changed
 from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed, or_404
 from config.api.jsonvalues import json_size, stored_json_issues
@@ -190,4 +191,5 @@ def automation_delete(*, project: Project, automation_id: uuid.UUID | str) -> Au
         automation.deleted_at = clock.now()
         stamped_save(automation, ["deleted_at"])
         runs_stop(automation=automation, reason="The automation was deleted.", archived=False)
+        triggers_changed(project_id=project.id)
     return automation

@@ -32,7 +32,8 @@ from automations.models import (
 )
 from automations.selectors import automation_get, automation_runs_in_progress
 from automations.services.automations import automation_locked, stamped_save
-from automations.services.runs import runs_stop
+from automations.services.runs import runs_release, runs_stop
+from automations.services.triggers import triggers_changed
 from config import clock
 from config.api.errors import Issue, ValidationFailed, or_404
 from messaging.selectors.templates import template_list
@@ -198,6 +199,7 @@ def automation_publish(
             automation,
             ["status", "current_published_version", "current_draft_version", "trigger_event"],
         )
+        triggers_changed(project_id=project.id)
     return automation
 
 
@@ -215,6 +217,9 @@ def _status_change(
         stamped_save(automation, ["status"])
         if action == "archive":
             runs_stop(automation=automation, reason="The automation was archived.", archived=True)
+        if action == "resume":
+            runs_release(automation=automation)
+        triggers_changed(project_id=project.id)
     return automation
 
 
@@ -224,8 +229,9 @@ def automation_pause(
     automation_id: uuid.UUID | str,
     prepared: Mapping[str, Any] | None = None,
 ) -> Automation:
-    """Pauses an active automation: no run starts while it is paused, and runs in
-    progress hold at their next step until it is resumed."""
+    """Pauses an active automation: no run starts while it is paused (its trigger events
+    are not queued for later), and runs in progress hold before their next step until it
+    is resumed; their waits still match events and time out meanwhile."""
     return _status_change(project, automation_id, "pause", prepared)
 
 

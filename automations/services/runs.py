@@ -20,6 +20,8 @@ from automations.models import (
     FINISHED_RUN_STATUSES,
     Automation,
     AutomationRun,
+    ExecutionMode,
+    RunJob,
     RunStatus,
     RunStep,
     RunWait,
@@ -27,9 +29,12 @@ from automations.models import (
     TerminalReason,
     WaitStatus,
 )
+from automations.queue import RUN_QUEUE
 from automations.selectors import automation_get, automation_run_get
 from config import clock
 from config.api.errors import or_404
+from config.workqueue.models import WorkStatus
+from contacts.models import Contact
 from tenancy.models import Project
 
 # Runs no worker holds: they can be ended on the spot.
@@ -37,9 +42,19 @@ IDLE_RUN_STATUSES = (RunStatus.PENDING, RunStatus.WAITING)
 
 
 def _end_idle(runs: QuerySet[AutomationRun], *, terminal_reason: str, reason: str | None) -> int:
-    """Cancels the idle runs among `runs` now, with their open waits and steps."""
+    """Cancels the idle runs among `runs` now, with their open waits and steps. The runs
+    are locked first, in key order: event processing (matching waits) and the engine lock
+    a run before its waits too, so none of them can deadlock with this."""
     now = clock.now()
-    idle = runs.filter(status__in=IDLE_RUN_STATUSES)
+    locked = list(
+        runs.filter(status__in=IDLE_RUN_STATUSES)
+        .select_for_update()
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    if not locked:
+        return 0
+    idle = AutomationRun.objects.filter(id__in=locked, status__in=IDLE_RUN_STATUSES)
     RunWait.objects.filter(run__in=idle, status=WaitStatus.WAITING).update(
         status=WaitStatus.CANCELED, resolved_at=now
     )
@@ -76,6 +91,36 @@ def runs_stop(*, automation: Automation, reason: str, archived: bool) -> int:
     terminal_reason = TerminalReason.ARCHIVED if archived else TerminalReason.CANCELED
     ended = _end_idle(runs, terminal_reason=terminal_reason, reason=reason)
     return ended + _flag_running(runs, reason=reason)
+
+
+def runs_of_deleted_contact(*, contact: Contact) -> int:
+    """The contacts hook (automations/apps.py): a deleted contact's live runs in progress
+    are canceled, as when their automation is archived."""
+    runs = AutomationRun.objects.filter(contact=contact, execution_mode=ExecutionMode.LIVE)
+    reason = "The contact was deleted."
+    ended = _end_idle(runs, terminal_reason=TerminalReason.CANCELED, reason=reason)
+    return ended + _flag_running(runs, reason=reason)
+
+
+def runs_release(*, automation: Automation) -> int:
+    """Makes the jobs of the runs a paused automation held due again (on resume)."""
+    now = clock.now()
+    count = RunJob.objects.filter(
+        run__automation=automation,
+        run__status=RunStatus.PENDING,
+        status__in=[WorkStatus.PROCESSED, WorkStatus.DEAD_LETTERED],
+    ).update(status=WorkStatus.ACCEPTED, next_attempt_at=now, attempts=0)
+    if count:
+        transaction.on_commit(RUN_QUEUE.wake)
+    return count
+
+
+def runs_cancel_by_staff(*, runs: QuerySet[AutomationRun], reason: str) -> int:
+    """The console's cancel action: each run in progress among `runs` is canceled as by
+    the API (pending and waiting ones at once, running ones at their next step)."""
+    with transaction.atomic():
+        ended = _end_idle(runs, terminal_reason=TerminalReason.CANCELED, reason=reason)
+        return ended + _flag_running(runs, reason=reason)
 
 
 def automation_run_cancel(

@@ -290,6 +290,11 @@ PUSH_CLAIM_BATCH_SIZE = env.int("PUSH_CLAIM_BATCH_SIZE", default=100)
 PUSH_LEASE_SECONDS = env.float("PUSH_LEASE_SECONDS", default=120.0)
 PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
 
+# Automation runs: jobs one worker claims and advances in one transaction, and the lease
+# on them (automations/conf.py has the rest of the engine's tunables).
+AUTOMATIONS_CLAIM_BATCH = env.int("AUTOMATIONS_CLAIM_BATCH", default=100)
+AUTOMATIONS_LEASE_SECONDS = env.float("AUTOMATIONS_LEASE_SECONDS", default=60.0)
+
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -36,3 +36,4 @@ LOGGING["root"]["level"] = "WARNING"
 # In-process drains in tests need not wait for web processes' wake-up debounce; the one
 # test of that wait sets it itself.
 EVENTS_WAKE_SETTLE_SECONDS = 0
+AUTOMATIONS_WAKE_SETTLE_SECONDS = 0

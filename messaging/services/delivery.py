@@ -1,8 +1,9 @@
 """Email delivery on the work-queue kit: claim a batch of deliveries (that commits), send
-them over one connection of Django's email backend with no transaction open, then
-record the outcomes in one short transaction (sent: `sent`, `sent_at` and the
-`sendrealm.mail.send` event; transient errors: retry with backoff; permanent ones and the
-last attempt: `failed` with `last_error`).
+them over one connection of Django's email backend with no transaction open, marking
+each email `sent` (with `sent_at`) in one statement as the server takes it, then record
+the outcomes in short transactions per batch (sent: the rows done and the
+`sendrealm.mail.send` events; transient errors: retry with backoff; permanent ones and
+the last attempt: `failed` with `last_error`).
 
 The backend is Django's: `EMAIL_URL` picks SMTP, `EMAIL_BACKEND` an ESP through
 django-anymail, and with neither the local capture keeps the messages (README)."""
@@ -10,6 +11,8 @@ django-anymail, and with neither the local capture keeps the messages (README)."
 import logging
 import re
 import smtplib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from email.utils import parseaddr
 from typing import Any
@@ -19,9 +22,10 @@ import dkim
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.core.mail.message import SafeMIMEMultipart, SafeMIMEText
+from django.db import connection
 
 from config import clock
-from config.outbox import system_event_emit
+from config.outbox import SystemEvent, system_events_emit
 from config.workqueue.errors import WorkError
 from config.workqueue.policy import RetryPolicy, retry_policy_for
 from config.workqueue.queue import BatchWork, WorkQueue
@@ -291,45 +295,90 @@ class _Sender:
         self.opened = False
 
 
-class _Outcomes(BatchWork[EmailDelivery]):
-    """Records what sending found, inside the kit's transaction for the rows."""
+@contextmanager
+def _unflushed_commits() -> Iterator[None]:
+    """Lets the per-message `sent` marks commit without waiting for the WAL flush.
 
-    def __init__(self, results: dict[Any, Sent | WorkError]) -> None:
-        self.results = results
+    A worker that dies still leaves every mark it made (PostgreSQL has it); only a crash
+    of PostgreSQL itself can lose the last fraction of a second of marks, and those
+    emails are then sent again. Waiting for the flush instead would cap each worker at
+    one message per disk sync."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit TO off")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET synchronous_commit")
+
+
+def _mark_sent(email: Email, sent: Sent) -> None:
+    """Records the server's acceptance at once, in one autocommitted statement, so a worker
+    that dies later in the batch leaves this email to no one to send again."""
+    sent_at = clock.now()
+    updated = Email.objects.filter(pk=email.pk, status=EmailStatus.QUEUED).update(
+        status=EmailStatus.SENT,
+        sent_at=sent_at,
+        provider_message_id=sent.provider_message_id,
+        last_error=None,
+    )
+    if updated:
+        email.status, email.sent_at = EmailStatus.SENT, sent_at
+
+
+class _Accepted(BatchWork[EmailDelivery]):
+    """Deliveries whose email the server accepted (already marked sent): one
+    `sendrealm.mail.send` per email, written together in the transaction that marks the
+    rows done, so each email is announced exactly once even when a dead worker's batch is
+    finished by another."""
 
     def run(self, item: EmailDelivery) -> None:
-        result = self.results.get(item.pk)
-        if isinstance(result, WorkError):
-            raise result
-        if result is None:
-            raise WorkError("The delivery was not attempted.", code="not_attempted")
-        email = item.email
-        updated = Email.objects.filter(pk=email.pk, status=EmailStatus.QUEUED).update(
-            status=EmailStatus.SENT,
-            sent_at=clock.now(),
-            provider_message_id=result.provider_message_id,
-            last_error=None,
-        )
-        if updated:
-            system_event_emit(
-                project=email.project,
+        """Nothing per item: the email was marked sent when the server took it."""
+
+    def finish(self, items: list[EmailDelivery]) -> None:
+        by_project: dict[Any, list[Email]] = {}
+        for item in items:
+            by_project.setdefault(item.email.project_id, []).append(item.email)
+        for emails in by_project.values():
+            system_events_emit(
+                project=emails[0].project,
                 name="mail.send",
-                payload={
-                    "email_id": str(email.pk),
-                    "contact_id": str(email.contact_id) if email.contact_id else None,
-                    "template_id": str(email.template_id) if email.template_id else None,
-                },
-                contact_id=email.contact_id,
+                events=[
+                    SystemEvent(
+                        payload={
+                            "email_id": str(email.pk),
+                            "contact_id": str(email.contact_id) if email.contact_id else None,
+                            "template_id": str(email.template_id) if email.template_id else None,
+                        },
+                        contact_id=email.contact_id,
+                    )
+                    for email in emails
+                ],
             )
 
+
+class _Failures(BatchWork[EmailDelivery]):
+    """Records failed attempts, inside the kit's transaction for the rows."""
+
+    def __init__(self, errors: dict[Any, WorkError]) -> None:
+        self.errors = errors
+
+    def run(self, item: EmailDelivery) -> None:
+        raise self.errors.get(item.pk) or WorkError(
+            "The delivery was not attempted.", code="not_attempted"
+        )
+
     def dropped(self, item: EmailDelivery) -> None:
-        result = self.results.get(item.pk)
-        if isinstance(result, WorkError):
-            final = result.permanent or item.attempts >= email_retry_policy().max_attempts
-            error = str(result)
+        error = self.errors.get(item.pk)
+        if error is not None:
+            final = error.permanent or item.attempts >= email_retry_policy().max_attempts
+            message = str(error)
         else:
-            final, error = True, "Workers kept stopping while sending this email."
-        changes: dict[str, Any] = {"last_error": error}
+            final, message = True, "Workers kept stopping while sending this email."
+        changes: dict[str, Any] = {"last_error": message}
         if final:
             changes["status"] = EmailStatus.FAILED
         Email.objects.filter(pk=item.email_id, status=EmailStatus.QUEUED).update(**changes)
@@ -339,34 +388,45 @@ def emails_deliver_batch() -> int:
     """Claims a batch (that commits), sends it over one connection with no transaction
     open, and returns how many deliveries it claimed.
 
-    Each accepted message is recorded right after the server took it, so a worker killed
-    mid-batch leaves only the unsent rest to the next claim (at most the one message in
-    flight can go out twice). Failures are recorded together at the end: if the worker
-    dies first they are simply tried again."""
+    Each accepted message is marked sent right after the server took it (one statement),
+    so a worker killed mid-batch leaves only the unsent rest to be sent by the next claim
+    (at most the one message in flight can go out twice); an email found already sent is
+    not sent again. The rows are then marked done, with the `mail.send` events, in one
+    transaction for the batch, and failures are recorded together: if the worker dies
+    first, the next claim finishes the sent ones and tries the failed ones again."""
     token, items = EMAIL_QUEUE.claim()
     if not items:
         return 0
     max_attempts = email_retry_policy().max_attempts
-    failed: dict[Any, Sent | WorkError] = {}
+    accepted: list[EmailDelivery] = []
+    failed: dict[Any, WorkError] = {}
     sender = _Sender()
     try:
-        for item in items:
-            if item.attempts > max_attempts:
-                # Workers kept dying on this one: the kit dead-letters it unsent.
-                failed[item.pk] = WorkError("Workers kept stopping.", code="worker_lost")
-                continue
-            result = sender.unreachable or sender.send(item.email)
-            if isinstance(result, WorkError):
-                failed[item.pk] = result
-            else:
-                EMAIL_QUEUE.run(token=token, items=[item], work=_Outcomes({item.pk: result}))
+        with _unflushed_commits():
+            for item in items:
+                if item.email.sent_at is not None:
+                    # A worker that stopped after the server took it: only the record is left.
+                    accepted.append(item)
+                    continue
+                if item.attempts > max_attempts:
+                    # Workers kept dying on this one: the kit dead-letters it unsent.
+                    failed[item.pk] = WorkError("Workers kept stopping.", code="worker_lost")
+                    continue
+                result = sender.unreachable or sender.send(item.email)
+                if isinstance(result, WorkError):
+                    failed[item.pk] = result
+                else:
+                    _mark_sent(item.email, result)
+                    accepted.append(item)
     finally:
         sender.close()
+    if accepted:
+        EMAIL_QUEUE.run(token=token, items=accepted, work=_Accepted())
     if failed:
         EMAIL_QUEUE.run(
             token=token,
             items=[item for item in items if item.pk in failed],
-            work=_Outcomes(failed),
+            work=_Failures(failed),
         )
     return len(items)
 

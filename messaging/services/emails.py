@@ -28,7 +28,7 @@ from messaging.selectors.templates import (
     template_version_published,
 )
 from messaging.services.delivery import EMAIL_QUEUE
-from messaging.services.rendering import render_email, template_context
+from messaging.services.rendering import EventLike, render_email, template_context
 from tenancy.models import Project
 
 IDEMPOTENCY_WINDOW = dt.timedelta(hours=24)
@@ -49,6 +49,11 @@ class EmailRequest:
     contact_id: uuid.UUID | None = None
     tags: Sequence[str] = ()
     reply_to: str | None = None
+    # Variables for the template besides `data` and `contact`: the event a sender acts on
+    # and any of its own (automations add `steps`). Not part of the fingerprint: senders
+    # that pass them do not use idempotency keys.
+    event: EventLike | None = None
+    variables: Mapping[str, Any] | None = None
 
     def fingerprint(self) -> str:
         """A hash of the request, so a repeated idempotency key with another body is
@@ -186,7 +191,13 @@ def _prepare(
     elif request.template_id is not None:
         template, version = _published_email_template(project, request.template_id)
     if version is not None:
-        variables = template_context(project=project, contact=contact, data=request.data)
+        variables = template_context(
+            project=project,
+            contact=contact,
+            event=request.event,
+            data=request.data,
+            extra=request.variables,
+        )
         rendered = render_email(version, variables)
         subject, html, text = rendered.subject or "", rendered.html, rendered.text
     else:

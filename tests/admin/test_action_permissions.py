@@ -26,6 +26,7 @@ from django_celery_beat.models import (
 )
 
 from agent.models import ToolCall
+from automations.models import RunJob
 from events.models import Event, EventStatus, EventType
 from messaging.models import EmailDelivery
 from tests.automations.factories import (
@@ -137,6 +138,7 @@ def console_rows(world):
     RunStepFactory(run=run, email=email)
     RunWaitFactory(run=run)
     PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
+    RunJob.objects.create(run=run, status="dead_lettered", last_error="Deadlock", attempts=8)
     ToolCall.objects.create(
         api_key_id=uuid.uuid4(),
         user_id=world.users["owner"].id,

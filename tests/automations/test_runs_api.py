@@ -129,6 +129,8 @@ def test_a_run_shows_its_timeline_waits_and_linked_sends(automations, automation
             "error": None,
             "email_id": str(email.id),
             "push_id": None,
+            "outcome": None,
+            "rendered": None,
         },
         {
             "key": "nudge",
@@ -139,6 +141,8 @@ def test_a_run_shows_its_timeline_waits_and_linked_sends(automations, automation
             "error": "No installation.",
             "email_id": None,
             "push_id": str(push_id),
+            "outcome": None,
+            "rendered": None,
         },
         {
             "key": "await_review",
@@ -149,6 +153,8 @@ def test_a_run_shows_its_timeline_waits_and_linked_sends(automations, automation
             "error": None,
             "email_id": None,
             "push_id": None,
+            "outcome": None,
+            "rendered": None,
         },
     ]
     assert data["waits"] == [

@@ -1,0 +1,61 @@
+"""Tunables of the run engine, overridable by Django settings for the whole service."""
+
+from typing import Any
+
+from django.conf import settings
+
+from config.workqueue import policy
+from config.workqueue.policy import RetryPolicy
+
+# A run's job fails only on what may pass (the database, a deadlock, a worker stopping):
+# domain errors of a step (a template gone, a contact without an email) fail the run
+# itself and are not retried. 5 s, 10 s, 20 s ... capped at 10 minutes, 8 attempts.
+DEFAULT_RETRY_POLICY = RetryPolicy(base_seconds=5.0, factor=2.0, cap_seconds=600.0, max_attempts=8)
+
+
+def setting(name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+def claim_batch_size() -> int:
+    """Runs one claim takes."""
+    return int(setting("AUTOMATIONS_CLAIM_BATCH", 100))
+
+
+def lease_seconds() -> float:
+    """How long a claim holds before another worker may take the run over."""
+    return float(setting("AUTOMATIONS_LEASE_SECONDS", 60))
+
+
+def wake_debounce_seconds() -> float:
+    """At most one wake-up task per this many seconds across all processes."""
+    return float(setting("AUTOMATIONS_WAKE_DEBOUNCE_SECONDS", 0.5))
+
+
+def wake_settle_seconds() -> float:
+    """How long a worker that ran dry waits before its last look (see events/conf.py)."""
+    return float(setting("AUTOMATIONS_WAKE_SETTLE_SECONDS", 0.3))
+
+
+def task_time_budget_seconds() -> float:
+    """How long one advancing task loops before handing the rest to a fresh task."""
+    return float(setting("AUTOMATIONS_TASK_BUDGET_SECONDS", 20))
+
+
+def trigger_map_ttl_seconds() -> float:
+    """How long a process trusts its map of a project's triggers before it asks the shared
+    cache whether the project's automations changed (publish, pause, resume, archive,
+    delete). A change made in another process is seen within this time."""
+    return float(setting("AUTOMATIONS_TRIGGER_MAP_TTL_SECONDS", 2.0))
+
+
+def test_run_step_limit() -> int:
+    """Steps a test run may take before it is stopped (a loop through a wait would
+    otherwise run on its virtual clock for ever)."""
+    return int(setting("AUTOMATIONS_TEST_RUN_STEP_LIMIT", 500))
+
+
+def retry_policy_for(job: Any = None) -> RetryPolicy:
+    return policy.retry_policy_for(
+        None, default=DEFAULT_RETRY_POLICY, setting_prefix="AUTOMATIONS_RETRY_"
+    )

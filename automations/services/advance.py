@@ -1,0 +1,95 @@
+"""Advancing live runs on the work-queue kit: workers claim due jobs (runs just started,
+waits matched by an event, waits whose deadline passed, runs released by a resume), lock
+the runs and advance each one (engine.py) in the batch's transaction.
+
+A job stays with its run for the run's whole life. After an advance it is `processed`
+(the run ended, or is held by a paused automation) or due again at the deadline of the
+wait the run parked on, with fresh attempts: so the kit's due index (`next_attempt_at` of
+accepted jobs) is also the index of wait deadlines, and the claim that finds due runs is
+the sweep that times waits out, an index range scan however many waits lie further ahead.
+"""
+
+import uuid
+from typing import Any
+
+from automations.models import AutomationRun, RunJob, RunStep, RunWait
+from automations.queue import RUN_QUEUE
+from automations.services.engine import History, LiveEngine, Verdict
+from config.workqueue.models import WorkStatus
+from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
+
+__all__ = ["BatchOutcome", "runs_advance_batch", "runs_advance_due", "runs_claim"]
+
+
+class AdvanceWork(BatchWork[RunJob]):
+    """Locks the batch's runs (in key order, as event processing does) and loads their
+    timelines and waits in three queries, then advances each run."""
+
+    def begin(self, items: list[RunJob]) -> None:
+        ids = sorted(item.pk for item in items)
+        self.runs: dict[uuid.UUID, AutomationRun] = {
+            run.id: run
+            for run in AutomationRun.objects.select_for_update(of=("self",))
+            .select_related("automation", "version", "contact", "project")
+            .filter(id__in=ids)
+            .order_by("id")
+        }
+        started = [run.id for run in self.runs.values() if run.started_at is not None]
+        steps: dict[uuid.UUID, list[RunStep]] = {}
+        waits: dict[uuid.UUID, list[RunWait]] = {}
+        if started:
+            for step in RunStep.objects.filter(run_id__in=started).order_by("sequence", "id"):
+                steps.setdefault(step.run_id, []).append(step)
+            for wait in RunWait.objects.filter(run_id__in=started).order_by("created_at", "id"):
+                waits.setdefault(wait.run_id, []).append(wait)
+        self.histories = {
+            run_id: History(steps.get(run_id, []), waits.get(run_id, [])) for run_id in self.runs
+        }
+        self.verdicts: dict[uuid.UUID, Verdict] = {}
+
+    def run(self, item: RunJob) -> None:
+        run = self.runs.get(item.pk)
+        if run is None:
+            self.verdicts[item.pk] = Verdict("done")
+            return
+        engine = LiveEngine(run=run, history=self.histories[run.id])
+        verdict = engine.advance()
+        engine.save()
+        self.verdicts[item.pk] = verdict
+
+    def dropped(self, item: RunJob) -> None:
+        self.verdicts.pop(item.pk, None)
+
+    def done_values(self, items: list[RunJob]) -> dict[str, Any]:
+        statuses: dict[Any, str] = {}
+        due: dict[Any, Any] = {}
+        for item in items:
+            verdict = self.verdicts[item.pk]
+            parked = verdict.kind == "park"
+            statuses[item.pk] = WorkStatus.ACCEPTED if parked else WorkStatus.PROCESSED
+            due[item.pk] = verdict.until if parked else None
+        # A parked job starts its next advance with fresh attempts: attempts count the
+        # failures of one advance, not the waits of a long run.
+        return {"status": PerItem(statuses), "next_attempt_at": PerItem(due), "attempts": 0}
+
+
+def runs_claim(*, limit: int | None = None) -> tuple[uuid.UUID, list[RunJob]]:
+    """Claims up to `limit` due jobs (and any whose lease expired) for this worker."""
+    return RUN_QUEUE.claim(limit=limit)
+
+
+def runs_advance_batch(*, limit: int | None = None) -> BatchOutcome:
+    """Claims one batch of due runs and advances them."""
+    token, jobs = runs_claim(limit=limit)
+    outcome = BatchOutcome(claimed=len(jobs))
+    if jobs:
+        RUN_QUEUE.run(token=token, items=jobs, work=AdvanceWork(), outcome=outcome)
+    return outcome
+
+
+def runs_advance_due(*, budget_seconds: float, limit: int | None = None) -> tuple[int, bool]:
+    """Advances batches while runs are due, for at most `budget_seconds`; the number of
+    jobs claimed and whether work was left."""
+    return RUN_QUEUE.drain(
+        lambda: runs_advance_batch(limit=limit).claimed, budget_seconds=budget_seconds
+    )

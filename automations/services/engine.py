@@ -1,0 +1,656 @@
+"""The run engine: takes a run through the steps of its version until it waits, ends, fails,
+is canceled or is held by a paused automation.
+
+One advance happens in one transaction with the run's row locked (the worker's batch,
+automations/services/advance.py; or a test run's request, testruns.py): the timeline
+rows it writes, the emails and push messages it stores, the waits it opens and the run's
+new state commit together or not at all. Each step taken is a `RunStep` row unique on
+(run, step_key, visit), where `visit` counts from the rows the run already has, so two
+advances of one state can never both commit a step (and so a send): the second meets the
+key. Domain errors of a step (a template gone, a contact without an email) fail the run
+with the error on the step; anything else propagates, rolls the advance back and leaves
+the retry to the work-queue kit.
+
+Boundaries: before each step the engine looks at the run and its automation. A
+cancellation request, a deleted or archived automation end the run `canceled` (with
+`terminal_reason` `canceled` or `archived`); a paused automation holds the run (`pending`,
+its job idle) at the step it would take until the automation is resumed.
+"""
+
+import copy
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from automations.definition.conditions import condition_holds, payload_value
+from automations.definition.durations import parse_duration
+from automations.models import (
+    FINISHED_RUN_STATUSES,
+    AutomationRun,
+    AutomationStatus,
+    AutomationVersion,
+    AutomationVersionState,
+    RunStatus,
+    RunStep,
+    RunWait,
+    StepStatus,
+    StepType,
+    TerminalReason,
+    WaitStatus,
+)
+from automations.services.triggers import contact_facts
+from config import clock
+from config.api.errors import ServiceError
+from contacts.models import Contact
+from contacts.normalization import merge_fields
+from contacts.services import contact_update
+from messaging.models import EmailStatus
+from messaging.selectors.suppressions import suppressed_among
+from messaging.selectors.templates import (
+    template_get,
+    template_version_current,
+    template_version_published,
+)
+from messaging.services.emails import EmailRequest, email_send
+from messaging.services.rendering import SampleEvent, render_email, render_push, template_context
+from pushproviders.selectors import push_installation_list
+from pushproviders.services.sending import push_send
+
+# `RunStep.outcome` of sends that had nobody to send to: every recipient suppressed, or no
+# active device. The step is completed: the run goes on.
+OUTCOME_SUPPRESSED = "suppressed"
+OUTCOME_NO_DEVICES = "no_devices"
+OUTCOME_EVENT = "event"
+OUTCOME_TIMEOUT = "timeout"
+
+# Enough for any path through a definition (at most 200 steps, and every loop passes a
+# wait, where an advance stops): more means something is wrong, and the run fails.
+MAX_STEPS_PER_ADVANCE = 400
+
+RUN_FIELDS = [
+    "status",
+    "current_step_key",
+    "started_at",
+    "completed_at",
+    "terminal_reason",
+    "completed_step_key",
+    "last_error",
+    "cancellation_requested_at",
+    "canceled_at",
+    "virtual_now",
+    "updated_at",
+]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the run's job does after an advance: nothing more (`done`), come back at
+    `until` (`park`: the run waits), or nothing until the automation is resumed (`hold`)."""
+
+    kind: str
+    until: Any = None
+
+
+DONE = Verdict("done")
+HOLD = Verdict("hold")
+
+
+class StepFailed(Exception):
+    """A step could not be taken for a reason a retry cannot change; the run fails."""
+
+
+_frozen_steps: dict[uuid.UUID, dict[str, dict[str, Any]]] = {}
+MAX_CACHED_VERSIONS = 1024
+
+
+def steps_of(version: AutomationVersion) -> dict[str, dict[str, Any]]:
+    """The version's steps by key. Published and superseded versions never change, so
+    their index is kept per process."""
+    if version.state == AutomationVersionState.DRAFT:
+        return {step["key"]: step for step in version.definition["steps"]}
+    steps = _frozen_steps.get(version.id)
+    if steps is None:
+        if len(_frozen_steps) >= MAX_CACHED_VERSIONS:
+            _frozen_steps.clear()
+        steps = {step["key"]: step for step in version.definition["steps"]}
+        _frozen_steps[version.id] = steps
+    return steps
+
+
+class History:
+    """The rows a run already has: its timeline and its waits, oldest first."""
+
+    def __init__(self, steps: list[RunStep], waits: list[RunWait]) -> None:
+        self.steps: dict[str, RunStep] = {}
+        self.visits: dict[str, int] = {}
+        self.taken = 0
+        self.waits: dict[tuple[str, int], RunWait] = {}
+        for step in steps:
+            self.add_step(step)
+        for wait in waits:
+            self.add_wait(wait)
+
+    def add_step(self, step: RunStep) -> None:
+        self.taken = max(self.taken, step.sequence)
+        self.steps[step.step_key] = step
+        self.visits[step.step_key] = max(self.visits.get(step.step_key, 0), step.visit)
+
+    def add_wait(self, wait: RunWait) -> None:
+        self.waits[(wait.step_key, wait.visit)] = wait
+
+    def wait_of(self, step: RunStep) -> RunWait | None:
+        return self.waits.get((step.step_key, step.visit))
+
+    def variables(self) -> dict[str, Any]:
+        """`steps`, as conditions and templates see it: each `wait_for_event` step that
+        resolved (its latest visit) with its `outcome` and, when an event came, `event`."""
+        found: dict[str, Any] = {}
+        for key, step in self.steps.items():
+            if step.type != StepType.WAIT_FOR_EVENT or step.outcome is None:
+                continue
+            entry: dict[str, Any] = {"outcome": step.outcome}
+            wait = self.wait_of(step)
+            if step.outcome == OUTCOME_EVENT and wait is not None:
+                entry["event"] = {"event": wait.event, "payload": wait.matched_payload or {}}
+            found[key] = entry
+        return found
+
+
+def _error_text(error: ServiceError) -> str:
+    parts = [error.message]
+    parts += [f"{issue.path}: {issue.message}" for issue in error.issues]
+    if error.details:
+        parts.append(error.details)
+    return " ".join(parts)[:2000]
+
+
+def _permanent(error: ServiceError) -> bool:
+    return error.status < 500
+
+
+class Engine:
+    """Advances one run. Subclasses say what time it is, how sends and contact updates
+    happen, and how a wait is entered: `LiveEngine` stores and parks, `TestEngine` renders
+    and moves its virtual clock."""
+
+    test = False
+
+    def __init__(self, *, run: AutomationRun, history: History) -> None:
+        self.run = run
+        self.automation = run.automation
+        self.history = history
+        self.steps = steps_of(run.version)
+        self.contact: Contact | None = run.contact
+        self.taken = 0
+
+    # --- what differs -----------------------------------------------------------------
+
+    def now(self) -> Any:
+        return clock.now()
+
+    def send_email(self, step: Mapping[str, Any], row: RunStep) -> None:
+        raise NotImplementedError
+
+    def send_push(self, step: Mapping[str, Any], row: RunStep) -> None:
+        raise NotImplementedError
+
+    def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
+        raise NotImplementedError
+
+    def enter_wait(self, step: Mapping[str, Any], row: RunStep) -> Verdict | str | None:
+        raise NotImplementedError
+
+    def stopping(self) -> str | None:
+        """The terminal reason the run must stop with at this boundary, or None."""
+        return None
+
+    def held(self) -> bool:
+        return False
+
+    # --- the walk ---------------------------------------------------------------------
+
+    def advance(self) -> Verdict:
+        run = self.run
+        if run.status in FINISHED_RUN_STATUSES:
+            return DONE
+        key = run.current_step_key
+        if key is not None and self._in_wait(key):
+            reason = self.stopping()
+            if reason is not None:
+                return self._stop(reason)
+            resumed = self._resume(key)
+            if isinstance(resumed, Verdict):
+                return resumed
+            key = resumed
+        return self.walk(key)
+
+    def walk(self, key: str | None) -> Verdict:
+        while True:
+            if key is None:
+                return self._end(TerminalReason.COMPLETED)
+            reason = self.stopping()
+            if reason is not None:
+                return self._stop(reason)
+            if self.held():
+                return self._hold(key)
+            self.taken += 1
+            if self.taken > self.step_limit():
+                return self._fail(
+                    None, f"The run took more than {self.step_limit()} steps without waiting."
+                )
+            outcome = self._take(self.steps[key])
+            if isinstance(outcome, Verdict):
+                return outcome
+            key = outcome
+
+    def step_limit(self) -> int:
+        return MAX_STEPS_PER_ADVANCE
+
+    def variables(self) -> dict[str, Any]:
+        return {"steps": self.history.variables()}
+
+    def facts(self) -> dict[str, Any]:
+        return {
+            "payload": self.run.trigger_payload,
+            "contact": contact_facts(self.contact),
+            "steps": self.history.variables(),
+        }
+
+    def trigger_event(self) -> SampleEvent:
+        return SampleEvent(event=self.run.trigger_event_name, payload=self.run.trigger_payload)
+
+    def _in_wait(self, key: str) -> bool:
+        step = self.history.steps.get(key)
+        return step is not None and step.status == StepStatus.WAITING
+
+    def _started(self) -> None:
+        run = self.run
+        run.status = RunStatus.RUNNING
+        if run.started_at is None:
+            run.started_at = self.now()
+
+    def _take(self, step: Mapping[str, Any]) -> Verdict | str | None:
+        key, kind = step["key"], step["type"]
+        self._started()
+        self.run.current_step_key = key
+        row = RunStep(
+            run=self.run,
+            step_key=key,
+            visit=self.history.visits.get(key, 0) + 1,
+            type=kind,
+            status=StepStatus.COMPLETED,
+            started_at=self.now(),
+            sequence=self.history.taken + 1,
+        )
+        following: str | None = step.get("next")
+        try:
+            if kind == StepType.SEND_EMAIL:
+                self.send_email(step, row)
+            elif kind == StepType.SEND_PUSH:
+                self.send_push(step, row)
+            elif kind == StepType.UPDATE_CONTACT:
+                self.update_contact(step, row)
+            elif kind in (StepType.WAIT, StepType.WAIT_FOR_EVENT):
+                return self.enter_wait(step, row)
+            elif kind == StepType.BRANCH:
+                holds = condition_holds(step["condition"], self.facts())
+                row.outcome = "then" if holds else "else"
+                following = step["then"] if holds else step["else"]
+        except StepFailed as failure:
+            return self._fail(row, str(failure))
+        except ServiceError as error:
+            if not _permanent(error):
+                raise
+            return self._fail(row, _error_text(error))
+        row.completed_at = self.now()
+        self._record(row)
+        self.run.completed_step_key = key
+        if kind == StepType.EXIT:
+            return self._end(TerminalReason.EXITED)
+        return following
+
+    def _record(self, row: RunStep) -> None:
+        row.save(force_insert=True)
+        self.history.add_step(row)
+
+    def open_wait(self, step: Mapping[str, Any], row: RunStep, *, timeout_at: Any) -> RunWait:
+        """The wait row of a wait step (not saved)."""
+        run = self.run
+        waits_for_event = step["type"] == StepType.WAIT_FOR_EVENT
+        correlated = waits_for_event and run.correlation_value is not None
+        return RunWait(
+            project_id=run.project_id,
+            run=run,
+            contact=self.contact if self.contact is not None and self.contact.pk else None,
+            step_key=row.step_key,
+            visit=row.visit,
+            event=step["event"] if waits_for_event else None,
+            correlation_key=run.correlation_key if correlated else None,
+            correlation_value=run.correlation_value if correlated else None,
+            timeout_at=timeout_at,
+            status=WaitStatus.WAITING,
+            created_at=self.now(),
+        )
+
+    @staticmethod
+    def duration_of(step: Mapping[str, Any]) -> Any:
+        text = step["duration"] if step["type"] == StepType.WAIT else step["timeout"]
+        duration = parse_duration(text)
+        if duration is None:  # the definition checks refuse these
+            raise StepFailed(f"`{text}` is not a duration the engine can wait.")
+        return duration
+
+    def following_wait(self, step: Mapping[str, Any], outcome: str | None) -> str | None:
+        if step["type"] == StepType.WAIT or outcome == OUTCOME_EVENT:
+            following: str | None = step.get("next")
+            return following
+        on_timeout: str | None = step.get("on_timeout")
+        return on_timeout
+
+    def _resume(self, key: str) -> Verdict | str | None:
+        """The run is in a wait: go on if it resolved (or time it out if its deadline has
+        passed), else park until the deadline."""
+        step, row = self.steps[key], self.history.steps[key]
+        wait = self.history.wait_of(row)
+        now = self.now()
+        if wait is None:
+            return self._fail(row, "The run's wait is missing.")
+        if wait.status == WaitStatus.WAITING:
+            if wait.timeout_at > now:
+                self.run.status = RunStatus.WAITING
+                return Verdict("park", wait.timeout_at)
+            wait.status, wait.resolved_at = WaitStatus.TIMED_OUT, now
+            wait.save(update_fields=["status", "resolved_at"])
+        elif wait.status == WaitStatus.CANCELED:
+            return self._stop(TerminalReason.CANCELED)
+        outcome = OUTCOME_EVENT if wait.status == WaitStatus.MATCHED else OUTCOME_TIMEOUT
+        row.status = StepStatus.COMPLETED
+        row.completed_at = wait.resolved_at or now
+        if step["type"] == StepType.WAIT_FOR_EVENT:
+            row.outcome = outcome
+        row.save(update_fields=["status", "completed_at", "outcome"])
+        self._started()
+        self.run.completed_step_key = key
+        return self.following_wait(step, outcome)
+
+    # --- endings ------------------------------------------------------------------------
+
+    def _end(self, reason: str) -> Verdict:
+        run = self.run
+        run.status = RunStatus.COMPLETED
+        run.terminal_reason = reason
+        run.completed_at = self.now()
+        if run.started_at is None:
+            run.started_at = run.completed_at
+        run.current_step_key = None
+        return DONE
+
+    def _fail(self, row: RunStep | None, message: str) -> Verdict:
+        run = self.run
+        now = self.now()
+        if row is not None:
+            row.status = StepStatus.FAILED
+            row.error = message
+            row.completed_at = now
+            if row._state.adding:
+                self._record(row)
+            else:
+                row.save(update_fields=["status", "error", "completed_at"])
+        run.status = RunStatus.FAILED
+        run.terminal_reason = TerminalReason.FAILED
+        run.last_error = message
+        run.completed_at = now
+        return DONE
+
+    def _stop(self, reason: str) -> Verdict:
+        """Ends the run `canceled` with its open wait and waiting step."""
+        run = self.run
+        now = self.now()
+        RunWait.objects.filter(run=run, status=WaitStatus.WAITING).update(
+            status=WaitStatus.CANCELED, resolved_at=now
+        )
+        RunStep.objects.filter(run=run, status__in=[StepStatus.RUNNING, StepStatus.WAITING]).update(
+            status=StepStatus.CANCELED, completed_at=now
+        )
+        run.status = RunStatus.CANCELED
+        run.terminal_reason = reason
+        run.cancellation_requested_at = run.cancellation_requested_at or now
+        run.canceled_at = now
+        run.completed_at = now
+        return DONE
+
+    def _hold(self, key: str) -> Verdict:
+        self.run.status = RunStatus.PENDING
+        self.run.current_step_key = key
+        return HOLD
+
+    def save(self) -> None:
+        self.run.updated_at = clock.now()
+        self.run.save(update_fields=RUN_FIELDS)
+
+
+class LiveEngine(Engine):
+    """A live run: sends are stored and delivered by their workers, waits park the run's
+    job until their deadline (or an event)."""
+
+    def stopping(self) -> str | None:
+        automation = self.automation
+        if automation.status == AutomationStatus.ARCHIVED:
+            return TerminalReason.ARCHIVED
+        if automation.deleted_at is not None or self.run.cancellation_requested_at is not None:
+            return TerminalReason.CANCELED
+        return None
+
+    def held(self) -> bool:
+        return self.automation.status == AutomationStatus.PAUSED
+
+    def _contact(self) -> Contact:
+        if self.contact is None or self.contact.deleted_at is not None:
+            raise StepFailed("The run's contact was deleted.")
+        return self.contact
+
+    def send_email(self, step: Mapping[str, Any], row: RunStep) -> None:
+        contact = self._contact()
+        if not contact.email:
+            raise StepFailed("The contact has no email address.")
+        email, _ = email_send(
+            project=self.run.project,
+            request=EmailRequest(
+                to=[],
+                contact_id=contact.id,
+                template_id=uuid.UUID(step["template_id"]),
+                from_email=step.get("from"),
+                event=self.trigger_event(),
+                variables=self.variables(),
+            ),
+        )
+        row.email = email
+        if email.status == EmailStatus.SUPPRESSED:
+            row.outcome = OUTCOME_SUPPRESSED
+
+    def send_push(self, step: Mapping[str, Any], row: RunStep) -> None:
+        contact = self._contact()
+        try:
+            message, _ = push_send(
+                project=self.run.project,
+                # Every app of the project: the contact's active devices, whichever app.
+                app_ref=None,
+                contact_id=contact.id,
+                template_id=uuid.UUID(step["template_id"]),
+                event=self.trigger_event(),
+                extra=self.variables(),
+            )
+        except ServiceError as error:
+            if any(issue.code == "no_installations" for issue in error.issues):
+                row.outcome = OUTCOME_NO_DEVICES
+                return
+            raise
+        row.push_id = message.id
+
+    def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
+        contact = self._contact()
+        self.contact = contact_update(
+            project=self.run.project, contact_id=contact.id, fields=dict(step["fields"])
+        )
+
+    def enter_wait(self, step: Mapping[str, Any], row: RunStep) -> Verdict:
+        now = self.now()
+        wait = self.open_wait(step, row, timeout_at=now + self.duration_of(step))
+        wait.save(force_insert=True)
+        self.history.add_wait(wait)
+        row.status = StepStatus.WAITING
+        self._record(row)
+        self.run.status = RunStatus.WAITING
+        return Verdict("park", wait.timeout_at)
+
+
+@dataclass
+class InjectedEvent:
+    """An event a test run pretends arrives `at` (its start plus `after`)."""
+
+    event: str
+    payload: dict[str, Any]
+    at: Any
+    used: bool = False
+
+
+class TestEngine(Engine):
+    """A test run: the whole run inside the request on a virtual clock. Sends are rendered
+    and kept on their step (nothing is stored to be delivered), `update_contact` changes a
+    copy of the contact, and a wait resolves at once: matched by the first injected event
+    of its name that comes before its deadline (and after it began), else timed out at its
+    deadline; either way the clock moves there."""
+
+    test = True
+
+    def __init__(
+        self,
+        *,
+        run: AutomationRun,
+        history: History,
+        contact: Contact | None,
+        events: list[InjectedEvent],
+        step_limit: int,
+    ) -> None:
+        super().__init__(run=run, history=history)
+        # A contact not stored (a test by email alone) or a copy of a stored one, which
+        # `update_contact` may change without touching the real one.
+        self.contact = copy.copy(contact) if contact is not None else None
+        self.events = sorted(events, key=lambda each: each.at)
+        self.limit = step_limit
+
+    def now(self) -> Any:
+        return self.run.virtual_now
+
+    def step_limit(self) -> int:
+        return self.limit
+
+    def _template(self, step: Mapping[str, Any], channel: str) -> Any:
+        template = template_get(project=self.run.project, template_id=step["template_id"])
+        if template is None or template.channel != channel:
+            raise StepFailed(f"The {channel} template {step['template_id']} does not exist.")
+        # What a live run would send; before the template's first publish, its draft.
+        version = template_version_published(template=template) or template_version_current(
+            template=template
+        )
+        if version is None:
+            raise StepFailed("The template has nothing to send.")
+        return template, version
+
+    def _variables(self) -> dict[str, Any]:
+        return template_context(
+            project=self.run.project,
+            contact=self.contact,
+            event=self.trigger_event(),
+            extra=self.variables(),
+        )
+
+    def send_email(self, step: Mapping[str, Any], row: RunStep) -> None:
+        template, version = self._template(step, "email")
+        if self.contact is None or not self.contact.email:
+            raise StepFailed("The contact has no email address.")
+        sender = step.get("from") or template.from_email or self.run.project.default_from
+        if not sender:
+            raise StepFailed(
+                "No sender: the step has no `from`, the template none and the project no "
+                "`default_from`."
+            )
+        rendered = render_email(version, self._variables())
+        row.rendered = {
+            "from": sender,
+            "to": [self.contact.email],
+            **rendered.content(),
+            "template_version_id": str(version.id),
+            "undefined_variables": rendered.undefined_variables,
+        }
+        if suppressed_among(project=self.run.project, emails=[self.contact.email]):
+            row.outcome = OUTCOME_SUPPRESSED
+
+    def send_push(self, step: Mapping[str, Any], row: RunStep) -> None:
+        _, version = self._template(step, "push")
+        rendered = render_push(version, self._variables())
+        devices = 0
+        if self.contact is not None and self.contact.pk is not None:
+            devices = (
+                push_installation_list(project=self.run.project, contact_id=self.contact.pk)
+                .filter(active=True)
+                .count()
+            )
+        row.rendered = {
+            **rendered.content(),
+            "template_version_id": str(version.id),
+            "installations": devices,
+            "undefined_variables": rendered.undefined_variables,
+        }
+        if not devices:
+            row.outcome = OUTCOME_NO_DEVICES
+
+    def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
+        if self.contact is None:
+            raise StepFailed("The run has no contact to update.")
+        self.contact.fields = merge_fields(dict(self.contact.fields or {}), dict(step["fields"]))
+        row.rendered = {"fields": step["fields"]}
+
+    def _matching(self, step: Mapping[str, Any], start: Any, deadline: Any) -> InjectedEvent | None:
+        run = self.run
+        for injected in self.events:
+            if injected.used or injected.event != step["event"]:
+                continue
+            if not start <= injected.at < deadline:
+                continue
+            correlated = run.correlation_value is not None and run.correlation_key
+            if correlated and (
+                payload_value(injected.payload, run.correlation_key or "") != run.correlation_value
+            ):
+                continue
+            return injected
+        return None
+
+    def enter_wait(self, step: Mapping[str, Any], row: RunStep) -> str | None:
+        start = self.now()
+        deadline = start + self.duration_of(step)
+        wait = self.open_wait(step, row, timeout_at=deadline)
+        injected = (
+            self._matching(step, start, deadline)
+            if step["type"] == StepType.WAIT_FOR_EVENT
+            else None
+        )
+        if injected is not None:
+            injected.used = True
+            wait.status, wait.resolved_at = WaitStatus.MATCHED, injected.at
+            wait.matched_payload = injected.payload
+            outcome = OUTCOME_EVENT
+        else:
+            wait.status, wait.resolved_at = WaitStatus.TIMED_OUT, deadline
+            outcome = OUTCOME_TIMEOUT
+        self.run.virtual_now = wait.resolved_at
+        # Stored resolved: a test run's wait is never open, so no real event can match it.
+        wait.save(force_insert=True)
+        self.history.add_wait(wait)
+        row.completed_at = wait.resolved_at
+        if step["type"] == StepType.WAIT_FOR_EVENT:
+            row.outcome = outcome
+        self._record(row)
+        self.run.completed_step_key = row.step_key
+        return self.following_wait(step, outcome)

@@ -1,0 +1,81 @@
+"""Retention: finished runs older than the project's `run_retention_days` are deleted with
+their timeline, waits and job; resolved waits older than `wait_retention_days` are deleted
+on their own (a long run keeps only its recent ones). A run in progress and an open wait
+are never touched. Bounded batches, like events retention."""
+
+import datetime as dt
+
+from automations.models import (
+    FINISHED_RUN_STATUSES,
+    AutomationRun,
+    ExecutionMode,
+    RunWait,
+    WaitStatus,
+)
+from config import clock
+from tenancy.models import Project
+
+PURGE_BATCH = 2000
+PURGE_MAX_ROWS_PER_RUN = 50_000
+
+
+def _purge(queryset_ids: object, model: type, *, limit: int) -> int:
+    ids = list(queryset_ids[:limit])  # type: ignore[index]
+    if not ids:
+        return 0
+    _, per_model = model._default_manager.filter(id__in=ids).delete()  # type: ignore[attr-defined]
+    return int(per_model.get(model._meta.label, 0))  # type: ignore[attr-defined]
+
+
+def runs_purge_expired(
+    *, batch_size: int = PURGE_BATCH, max_rows: int = PURGE_MAX_ROWS_PER_RUN
+) -> int:
+    """Deletes expired finished runs and resolved waits, at most `max_rows` of each per
+    call (the next call goes on); how many rows were deleted."""
+    now = clock.now()
+    runs = waits = 0
+    policies = Project.objects.values_list("id", "run_retention_days", "wait_retention_days")
+    for project_id, run_days, wait_days in policies:
+        run_cutoff = now - dt.timedelta(days=run_days)
+        # Live runs by when they ended; test runs (whose times are virtual) by when made.
+        for finished in (
+            AutomationRun.objects.filter(
+                project_id=project_id,
+                execution_mode=ExecutionMode.LIVE,
+                completed_at__lt=run_cutoff,
+                status__in=FINISHED_RUN_STATUSES,
+            ).order_by("completed_at"),
+            AutomationRun.objects.filter(
+                project_id=project_id,
+                execution_mode=ExecutionMode.TEST,
+                created_at__lt=run_cutoff,
+                status__in=FINISHED_RUN_STATUSES,
+            ).order_by("created_at"),
+        ):
+            while runs < max_rows:
+                deleted = _purge(
+                    finished.values_list("id", flat=True),
+                    AutomationRun,
+                    limit=min(batch_size, max_rows - runs),
+                )
+                runs += deleted
+                if not deleted:
+                    break
+        wait_cutoff = now - dt.timedelta(days=wait_days)
+        resolved = (
+            RunWait.objects.filter(project_id=project_id, resolved_at__lt=wait_cutoff)
+            .exclude(status=WaitStatus.WAITING)
+            .order_by("resolved_at")
+        )
+        while waits < max_rows:
+            deleted = _purge(
+                resolved.values_list("id", flat=True),
+                RunWait,
+                limit=min(batch_size, max_rows - waits),
+            )
+            waits += deleted
+            if not deleted:
+                break
+        if runs >= max_rows and waits >= max_rows:
+            break
+    return runs + waits

@@ -1,0 +1,395 @@
+"""Automations: runs completed per second for a one-send automation (trigger event to the
+email handed to a local SMTP server, two worker processes), the ingest-to-SMTP latency at
+a paced event rate, events processed per second by one worker with 20 active automations
+that do not match against none, and the wait sweep (due waits resumed per second, and the
+cost of a sweep that finds nothing due among many waits not yet due).
+
+Sizes are environment variables (BENCH_AUTOMATION_*); the defaults are the issue's
+targets, far too big for a quick look: set small ones for a proof run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+from bench.harness import PYTHON, ROOT, Context, log
+
+RUNS = int(os.environ.get("BENCH_AUTOMATION_RUNS", "5000"))
+PACED_EVENTS = int(os.environ.get("BENCH_AUTOMATION_PACED_EVENTS", "1000"))
+PACED_RATE = float(os.environ.get("BENCH_AUTOMATION_PACED_RATE", "100"))
+EVENTS = int(os.environ.get("BENCH_AUTOMATION_EVENTS", "20000"))
+DUE_WAITS = int(os.environ.get("BENCH_AUTOMATION_DUE_WAITS", "100000"))
+FUTURE_WAITS = int(os.environ.get("BENCH_AUTOMATION_FUTURE_WAITS", "1000000"))
+IDLE_CLAIMS = int(os.environ.get("BENCH_AUTOMATION_IDLE_CLAIMS", "200"))
+WORKERS = 2
+WORKER_BUDGET_SECONDS = float(os.environ.get("BENCH_AUTOMATION_WORKER_BUDGET", "300"))
+
+SETUP_CODE = """
+import json
+from tenancy.models import Project
+from messaging.services.templates import template_create, template_publish
+from automations.services.automations import automation_create
+from automations.services.lifecycle import automation_publish
+project = Project.objects.get(pk="{project_id}")
+template = template_create(project=project, name="bench", channel="email",
+    from_email="Bench <bench@example.com>",
+    content={{"subject": "t={{{{ event.payload.t }}}}", "text": "Order {{{{ event.payload.n }}}}"}})
+template_publish(project=project, template_id=template.id)
+def make(name, steps, start):
+    automation = automation_create(project=project, name=name,
+        definition={{"trigger": {{"event": name}}, "start": start, "steps": steps}})
+    automation_publish(project=project, automation_id=automation.id)
+    return str(automation.id)
+send = make("order.completed", [{{"key": "send", "type": "send_email",
+    "template_id": str(template.id), "next": None}}], "send")
+wait = make("bench.wait", [{{"key": "pause", "type": "wait", "duration": "PT1M", "next": "done"}},
+    {{"key": "done", "type": "exit", "next": None}}], "pause")
+others = [make(f"other.event_{{n}}", [{{"key": "done", "type": "exit", "next": None}}], "done")
+    for n in range(20)]
+print(json.dumps({{"send": send, "wait": wait}}))
+"""
+
+# Events as ingest stores them, in bulk (the ingest path has its own benchmark).
+EVENTS_CODE = """
+import json, time, uuid
+from django.utils import timezone
+from contacts.models import Contact
+from events.models import Event
+from tenancy.models import Project
+project = Project.objects.get(pk="{project_id}")
+now = timezone.now()
+emails = [f"user{{n}}@example.net" for n in range(min({count}, 1000))]
+Contact.objects.bulk_create([Contact(project=project, email=e, fields={{}}) for e in emails],
+    ignore_conflicts=True)
+Event.objects.bulk_create([Event(project=project, event="{name}", email=emails[n % len(emails)],
+    payload={{"n": n, "t": time.time()}}, occurred_at=now, next_attempt_at=now, created_at=now)
+    for n in range({count})], batch_size=2000)
+print(json.dumps({{"events": {count}}}))
+"""
+
+# The whole pipeline in one process: events, then runs, then mail, until idle.
+PIPELINE_CODE = """
+import json, time
+from automations.services.advance import runs_advance_batch
+from events.services.processing import events_process_batch
+from messaging.services.delivery import emails_deliver_batch
+started = time.monotonic()
+deadline = started + {seconds}
+idle_since = None
+counts = {{"events": 0, "runs": 0, "emails": 0}}
+while time.monotonic() < deadline:
+    events = events_process_batch().claimed
+    runs = runs_advance_batch().claimed
+    emails = emails_deliver_batch()
+    counts["events"] += events; counts["runs"] += runs; counts["emails"] += emails
+    if events or runs or emails:
+        idle_since = None
+        continue
+    idle_since = idle_since or time.monotonic()
+    if time.monotonic() - idle_since > {idle}:
+        break
+    time.sleep(0.01)
+print(json.dumps({{**counts, "seconds": time.monotonic() - started}}))
+"""
+
+EVENT_WORKER_CODE = """
+import json, time
+from events.services.processing import events_process_due
+started = time.monotonic()
+claimed, more = events_process_due(budget_seconds={seconds})
+print(json.dumps({{"claimed": claimed, "seconds": time.monotonic() - started}}))
+"""
+
+# Runs parked on their wait, copied from one real run in SQL (bulk, like a backlog).
+WAITS_CODE = """
+import datetime as dt, json, time, uuid
+from django.db import connection, transaction
+from django.utils import timezone
+from automations.models import AutomationRun, AutomationVersion
+version = AutomationVersion.objects.get(automation_id="{automation_id}", state="published")
+now = timezone.now()
+timeout = now + dt.timedelta(seconds={offset})
+with transaction.atomic():
+    template = AutomationRun.objects.create(project_id=version.automation.project_id,
+        automation_id=version.automation_id, version=version, trigger_event_name="bench.wait",
+        status="waiting", current_step_key="pause", started_at=now)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMP TABLE bench_ids ON COMMIT DROP AS "
+            "SELECT gen_random_uuid() AS id FROM generate_series(1, %s)", [{count}])
+        cursor.execute(
+            "INSERT INTO automations_automationrun (id, project_id, automation_id, version_id, "
+            "trigger_event_name, trigger_payload, execution_mode, status, current_step_key, "
+            "started_at, created_at, updated_at) SELECT b.id, r.project_id, r.automation_id, "
+            "r.version_id, r.trigger_event_name, r.trigger_payload, r.execution_mode, r.status, "
+            "r.current_step_key, r.started_at, r.created_at, r.updated_at "
+            "FROM bench_ids b, automations_automationrun r WHERE r.id = %s", [template.id])
+        cursor.execute(
+            "INSERT INTO automations_runstep (id, run_id, step_key, visit, type, status, "
+            "started_at, created_at, sequence) SELECT gen_random_uuid(), id, 'pause', 1, 'wait', "
+            "'waiting', %s, %s, 1 FROM bench_ids", [now, now])
+        cursor.execute(
+            "INSERT INTO automations_runwait (id, project_id, run_id, step_key, visit, "
+            "timeout_at, status, created_at) SELECT gen_random_uuid(), %s, id, 'pause', 1, %s, "
+            "'waiting', %s FROM bench_ids", [version.automation.project_id, timeout, now])
+        cursor.execute(
+            "INSERT INTO automations_runjob (run_id, status, attempts, next_attempt_at, "
+            "last_error, error_code, created_at) SELECT id, 'accepted', 0, %s, '', '', %s "
+            "FROM bench_ids", [timeout, now])
+    AutomationRun.objects.filter(id=template.id).delete()
+with connection.cursor() as cursor:
+    cursor.execute("ANALYZE automations_runjob")
+print(json.dumps({{"waits": {count}}}))
+"""
+
+SWEEP_CODE = """
+import json, time
+from automations.services.advance import runs_advance_due
+started = time.monotonic()
+claimed, more = runs_advance_due(budget_seconds={seconds})
+print(json.dumps({{"claimed": claimed, "seconds": time.monotonic() - started}}))
+"""
+
+IDLE_SWEEP_CODE = """
+import json, time
+from django.db import connection
+from automations.services.advance import runs_claim
+runs_claim()
+started = time.monotonic()
+for _ in range({count}):
+    token, jobs = runs_claim()
+    assert not jobs
+seconds = time.monotonic() - started
+with connection.cursor() as cursor:
+    cursor.execute("EXPLAIN SELECT run_id FROM automations_runjob WHERE status IN "
+        "('accepted', 'failed') AND next_attempt_at <= now() ORDER BY next_attempt_at "
+        "LIMIT 100 FOR UPDATE SKIP LOCKED")
+    plan = " / ".join(row[0].strip() for row in cursor.fetchall())
+print(json.dumps({{"ms_per_sweep": seconds / {count} * 1000, "plan": plan}}))
+"""
+
+
+def _json(output: str) -> dict[str, Any]:
+    return dict(json.loads(output.strip().splitlines()[-1]))
+
+
+def _percentile_ms(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 1)
+
+
+class LatencyHandler:
+    """Accepts every message; notes its arrival and, from the subject (`t=<ingest time>`),
+    how long it took from ingest."""
+
+    def __init__(self) -> None:
+        self.arrivals: list[float] = []
+        self.latencies: list[float] = []
+        self.lock = threading.Lock()
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        now = time.time()
+        subject = ""
+        for line in envelope.content.decode(errors="replace").splitlines():
+            if line.startswith("Subject: t="):
+                subject = line.removeprefix("Subject: t=")
+                break
+        with self.lock:
+            self.arrivals.append(time.monotonic())
+            if subject:
+                self.latencies.append(now - float(subject))
+        return "250 OK"
+
+
+def _workers(env: dict[str, str], code: str, count: int) -> list[dict[str, Any]]:
+    procs = [
+        subprocess.Popen(
+            [PYTHON, "manage.py", "shell", "-c", code],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(count)
+    ]
+    return [_json(proc.communicate(timeout=WORKER_BUDGET_SECONDS + 120)[0]) for proc in procs]
+
+
+def _post_events(base_url: str, key: str, count: int, rate: float) -> None:
+    """POST /events at `rate` per second, each carrying its send time."""
+    interval = 1.0 / rate
+    started = time.monotonic()
+    for n in range(count):
+        wait = started + n * interval - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        body = json.dumps(
+            {
+                "event": "order.completed",
+                "email": f"paced{n % 500}@example.net",
+                "payload": {"n": n, "t": time.time()},
+            }
+        ).encode()
+        request = urllib.request.Request(  # noqa: S310 (the local bench server)
+            f"{base_url}/events",
+            data=body,
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            response.read()
+
+
+def run(ctx: Context) -> Iterator[dict[str, Any]]:
+    from aiosmtpd.controller import Controller
+
+    keys = ctx.keys()
+    server = ctx.server()
+    project_id = keys["project_id"]
+    ids = _json(server.manage("shell", "-c", SETUP_CODE.format(project_id=project_id)))
+    handler = LatencyHandler()
+    port = _free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller.start()
+    env = {**server.env, "EMAIL_URL": f"smtp://127.0.0.1:{port}"}
+    try:
+        # 1. A backlog of trigger events through two workers to the SMTP server.
+        server.manage(
+            "shell",
+            "-c",
+            EVENTS_CODE.format(project_id=project_id, count=RUNS, name="order.completed"),
+        )
+        done = _workers(env, PIPELINE_CODE.format(seconds=WORKER_BUDGET_SECONDS, idle=1.0), WORKERS)
+        arrivals = list(handler.arrivals)
+        span = max(d["seconds"] for d in done)
+        rate = len(arrivals) / span if span else 0.0
+        log(f"backlog: {len(arrivals)} of {RUNS} emails in {span:.1f}s; workers {done}")
+        yield {
+            "name": f"automations_runs_to_smtp_w{WORKERS}",
+            "ops_per_s": round(rate, 1),
+            "unit": "runs/s",
+            "concurrency": WORKERS,
+            "errors": RUNS - len(arrivals),
+        }
+
+        # 2. Paced events over HTTP while two workers poll: ingest to SMTP latency.
+        handler.arrivals.clear()
+        handler.latencies.clear()
+        idle = max(3.0, 5.0 / PACED_RATE)
+        procs = [
+            subprocess.Popen(
+                [
+                    PYTHON,
+                    "manage.py",
+                    "shell",
+                    "-c",
+                    PIPELINE_CODE.format(seconds=WORKER_BUDGET_SECONDS, idle=idle),
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(WORKERS)
+        ]
+        _post_events(server.base_url, keys["keys"]["project"], PACED_EVENTS, PACED_RATE)
+        for proc in procs:
+            proc.communicate(timeout=WORKER_BUDGET_SECONDS + 120)
+        latencies = list(handler.latencies)
+        log(f"paced: {len(latencies)} of {PACED_EVENTS} emails at {PACED_RATE}/s")
+        yield {
+            "name": f"automations_ingest_to_smtp_at_{int(PACED_RATE)}_per_s",
+            "p50_ms": _percentile_ms(latencies, 0.50),
+            "p95_ms": _percentile_ms(latencies, 0.95),
+            "p99_ms": _percentile_ms(latencies, 0.99),
+            "unit": "ms from POST /events to SMTP",
+            "concurrency": WORKERS,
+            "errors": PACED_EVENTS - len(latencies),
+        }
+    finally:
+        controller.stop()
+
+    # 3. One event worker: a backlog nobody listens to, with 20 automations on other events
+    # in this project, against the same backlog in a project without automations.
+    rates: dict[str, float] = {}
+    other_project = _json(
+        server.manage(
+            "shell",
+            "-c",
+            "import json; from tenancy.models import Project; "
+            f"p = Project.objects.get(pk='{project_id}'); "
+            "q = Project.objects.create(team=p.team, name='bench bare'); "
+            "print(json.dumps({'id': str(q.id)}))",
+        )
+    )["id"]
+    for label, project in (("none", other_project), ("twenty", project_id)):
+        server.manage(
+            "shell",
+            "-c",
+            EVENTS_CODE.format(project_id=project, count=EVENTS, name="page.viewed"),
+        )
+        [result] = _workers(server.env, EVENT_WORKER_CODE.format(seconds=600), 1)
+        rates[label] = result["claimed"] / result["seconds"]
+        log(f"events with {label} automations: {result}")
+    yield {
+        "name": "automations_events_with_20_non_matching",
+        "ops_per_s": round(rates["twenty"], 1),
+        "baseline_ops_per_s": round(rates["none"], 1),
+        "ratio": round(rates["twenty"] / rates["none"], 4) if rates["none"] else None,
+        "unit": "events/s",
+        "concurrency": 1,
+        "errors": 0,
+    }
+
+    # 4. The sweep: due waits resumed per second by one worker, then the cost of a sweep
+    # that finds nothing due among many waits not yet due.
+    server.manage(
+        "shell",
+        "-c",
+        WAITS_CODE.format(automation_id=ids["wait"], count=DUE_WAITS, offset=-60),
+    )
+    [swept] = _workers(server.env, SWEEP_CODE.format(seconds=WORKER_BUDGET_SECONDS), 1)
+    log(f"sweep: {swept}")
+    yield {
+        "name": "automations_due_waits_resumed",
+        "ops_per_s": round(swept["claimed"] / swept["seconds"], 1),
+        "unit": "waits/s",
+        "concurrency": 1,
+        "errors": DUE_WAITS - swept["claimed"],
+    }
+    costs = {}
+    for label, count in (("few", 0), ("many", FUTURE_WAITS)):
+        if count:
+            server.manage(
+                "shell",
+                "-c",
+                WAITS_CODE.format(automation_id=ids["wait"], count=count, offset=86400),
+            )
+        [idle_sweep] = _workers(server.env, IDLE_SWEEP_CODE.format(count=IDLE_CLAIMS), 1)
+        costs[label] = idle_sweep
+        log(f"idle sweep with {count} waits ahead: {idle_sweep}")
+    yield {
+        "name": f"automations_idle_sweep_with_{FUTURE_WAITS}_waits_ahead",
+        "p50_ms": round(costs["many"]["ms_per_sweep"], 3),
+        "baseline_ms": round(costs["few"]["ms_per_sweep"], 3),
+        "unit": "ms per sweep finding nothing due",
+        "plan": costs["many"]["plan"],
+        "concurrency": 1,
+        "errors": 0,
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
