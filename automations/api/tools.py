@@ -62,6 +62,19 @@ TOOLS = [
         listing="page",
     ),
     AgentTool(
+        name="automation_test_run",
+        description=(
+            "Try an automation on one contact (`email` or `contact_id`) without sending "
+            "anything: the run goes to its end in this call on a virtual clock (waits pass "
+            "at once), with the trigger `payload` and any `events` injected `after` a "
+            "duration (`PT30M`) to complete `wait_for_event` steps. The result is the run "
+            "(`execution_mode: test`) with each step's outcome and the rendered sends. It "
+            "runs the published version, else the draft, or the given `version`."
+        ),
+        method="POST",
+        path="/automations/{automation_id}/test-runs",
+    ),
+    AgentTool(
         name="automation_action_prepare",
         description=(
             "Prepare a lifecycle change of an automation: `publish` (its draft), `pause`, "

@@ -31,6 +31,7 @@ SERVED_TOOLS = {
     "automations_create",
     "automations_update",
     "automation_runs_list",
+    "automation_test_run",
     "automation_action_prepare",
     "prepared_action_execute",
     "push_providers_list",

@@ -134,7 +134,15 @@ def test_every_tool_answers_what_its_endpoint_answers(mcp, api, world, owner, pr
         await call("automation_get", "automations_get", **p, automation_id=automation_id)
         await call("automations", "automations_list", **p)
         await call(
-            "runs", "automation_runs_list", **p, automation_id=automation_id, status="waiting"
+            "test_run",
+            "automation_test_run",
+            **p,
+            automation_id=automation_id,
+            email="ada@example.com",
+            payload={"order_id": "o-2"},
+        )
+        await call(
+            "runs", "automation_runs_list", **p, automation_id=automation_id, execution_mode="test"
         )
         prepared = data(
             await call(
@@ -201,7 +209,9 @@ def test_every_tool_answers_what_its_endpoint_answers(mcp, api, world, owner, pr
     assert data(r["automation"])["status"] == "draft"
     assert data(r["automation_update"])["description"] == "Waits a day."
     assert data(r["automations"])["items"][0]["id"] == data(r["automation"])["id"]
-    assert data(r["runs"]) == {"items": [], "metadata": data(r["runs"])["metadata"]}
+    test_run = data(r["test_run"])
+    assert (test_run["execution_mode"], test_run["status"]) == ("test", "completed")
+    assert data(r["runs"])["items"] == [test_run]
     assert data(r["prepare"])["operation"] == "automations.publish"
     assert data(r["prepare"])["effects"]["status"] == {"from": "draft", "to": "active"}
     assert data(r["execute"])["status"] == "active"
