@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from agent.schemas import input_schemas
-from config.agenttools import AgentTool, agent_tool_modules
+from config.agenttools import AgentTool, ExecutePath, agent_tool_modules
 
 
 @dataclass(frozen=True, eq=False)
@@ -19,7 +19,7 @@ class Catalog:
     """The tools by name, and the execute endpoint of each prepared operation."""
 
     tools: dict[str, AgentTool]
-    execute_paths: dict[str, str]
+    execute_paths: dict[str, ExecutePath]
 
     @cached_property
     def routes(self) -> dict[str, Any]:
@@ -51,7 +51,7 @@ class Catalog:
 
 def _load() -> Catalog:
     tools: dict[str, AgentTool] = {}
-    execute_paths: dict[str, str] = {}
+    execute_paths: dict[str, ExecutePath] = {}
     for module_path in agent_tool_modules():
         module = import_module(module_path)
         for tool in module.TOOLS:

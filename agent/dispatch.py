@@ -191,11 +191,15 @@ def _routed(catalog: Catalog, tool: AgentTool, key: KeyRecord, call: _Request) -
     operation, resource_id = catalog.routes[tool.name](
         project=project, access=access, arguments=call.body or {}
     )
-    template = catalog.execute_paths.get(operation)
-    if template is None:
+    target = catalog.execute_paths.get(operation)
+    if target is None:
         raise NotFound("No tool executes this prepared action.")
+    if callable(target):
+        path = target(project=project, resource_id=resource_id)
+    else:
+        path = target.format(resource_id=quote(resource_id, safe=""))
     return _Request(
-        path=template.format(resource_id=quote(resource_id, safe="")),
+        path=path,
         query=call.query,
         body=call.body,
         project_id=call.project_id,

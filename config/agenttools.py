@@ -13,9 +13,14 @@ module here from its `AppConfig.ready()`; the module is imported at first use, a
 registries of `config.hooks` import their handlers, since it loads serializers and models.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
+
+# Where `prepared_action_execute` sends an operation's preparations: the execute path with
+# `{resource_id}` in braces, or `fn(project=, resource_id=) -> path` where it depends on
+# the resource (an email and a push campaign share `campaigns.send`).
+ExecutePath = str | Callable[..., str]
 
 # How a tool's answer becomes its structured result: `page` is a cursor list
 # (`{items, metadata}`), `all` a list the endpoint answers whole (`{items, metadata: null}`).
@@ -37,8 +42,8 @@ class AgentTool:
 
     `route` serves a tool that fronts several operations: the dotted path of
     `fn(project=, access=, arguments=) -> (operation, resource_id)`, called once the project
-    is checked, naming a prepared operation whose path (in some module's `EXECUTE_PATHS`,
-    `{resource_id}` in braces) the call then goes to. `path` only names the operation whose
+    is checked, naming a prepared operation whose execute path (in some module's
+    `EXECUTE_PATHS`, see ExecutePath) the call then goes to. `path` only names the operation whose
     arguments the tool shows.
     """
 

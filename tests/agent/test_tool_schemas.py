@@ -3,12 +3,16 @@ registry takes a family's tool module as it is."""
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.test import RequestFactory
 from jsonschema import Draft202012Validator
 
 from agent.catalog import catalog, catalog_forget
+from agent.dispatch import tool_run
 from agent.schemas import input_schema, openapi_document
 from config.agenttools import AgentTool, register_agent_tools, unregister_agent_tools
+from tenancy.api.authentication import api_key_authenticate
 from tests.automations.factories import simple_definition
+from tests.contacts.factories import ContactFactory
 
 
 @pytest.fixture(scope="module")
@@ -116,21 +120,56 @@ def test_an_automation_definition_is_described_by_its_own_schema(schemas):
     assert not valid(schema, {"project_id": project_id, "name": "A", "definition": wrong})
 
 
-def test_a_familys_tool_module_adds_its_tools_and_execute_paths():
+@pytest.fixture
+def extra_tools():
     register_agent_tools("tests.agent.extra_tools")
     catalog_forget()
-    try:
-        loaded = catalog()
-        assert "contact_subscriptions_list" in loaded.tools
-        assert loaded.execute_paths["widgets.launch"] == (
-            "/widgets/{resource_id}/actions/launch/execute"
-        )
-        schema = loaded.schemas["contact_subscriptions_list"]
-        assert list(schema["properties"]) == ["project_id", "contact_id", "limit", "after"]
-    finally:
-        unregister_agent_tools("tests.agent.extra_tools")
-        catalog_forget()
+    yield catalog()
+    unregister_agent_tools("tests.agent.extra_tools")
+    catalog_forget()
+
+
+def test_a_familys_tool_module_adds_its_tools_and_execute_paths(extra_tools):
+    assert "contact_subscriptions_list" in extra_tools.tools
+    assert extra_tools.execute_paths["widgets.launch"] == (
+        "/widgets/{resource_id}/actions/launch/execute"
+    )
+    schema = extra_tools.schemas["contact_subscriptions_list"]
+    assert list(schema["properties"]) == ["project_id", "contact_id", "limit", "after"]
+
+
+def test_without_the_module_its_tools_are_gone(extra_tools):
+    unregister_agent_tools("tests.agent.extra_tools")
+    catalog_forget()
+
     assert "contact_subscriptions_list" not in catalog().tools
+
+
+@pytest.mark.django_db
+def test_a_routed_tool_calls_the_path_its_operation_names(world, extra_tools):
+    authorization = f"Bearer {world.keys['personal_owner']}"
+    key = api_key_authenticate(authorization)
+    contact = ContactFactory(project=world.project, email="ada@example.com")
+    outer = RequestFactory().post("/mcp", HTTP_AUTHORIZATION=authorization)
+
+    found = tool_run(
+        catalog=extra_tools,
+        name="widget_lookup",
+        arguments={"project_id": str(world.project.id), "email": "ada@example.com"},
+        key=key,
+        outer=outer,
+    )
+    elsewhere = tool_run(
+        catalog=extra_tools,
+        name="widget_lookup",
+        arguments={"project_id": str(world.foreign_project.id), "email": "ada@example.com"},
+        key=key,
+        outer=outer,
+    )
+
+    assert found.structured["contact"]["id"] == str(contact.id)
+    # The project is checked before anything is routed.
+    assert (elsewhere.is_error, elsewhere.structured["code"]) == (True, "forbidden")
 
 
 def test_a_tool_must_name_an_operation_the_api_has(document):
@@ -143,3 +182,8 @@ def test_a_tool_must_name_an_operation_the_api_has(document):
         input_schema(missing, document)
     with pytest.raises(ImproperlyConfigured, match="order"):
         input_schema(wrong_query, document)
+
+
+def test_the_openapi_document_leaves_mcp_out_and_says_where_it_is(document):
+    assert "/mcp" not in document["paths"]
+    assert "`POST /mcp`" in document["info"]["description"]
