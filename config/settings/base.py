@@ -157,7 +157,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Contacts, events, automations, templates and sends. Every response is a JSON "
         "envelope: `{status, data}` on success (lists add `metadata`), "
-        "`{status, error}` on failure."
+        "`{status, error}` on failure. Agents reach the same operations as MCP tools at "
+        "`POST /mcp` (Streamable HTTP, JSON-RPC 2.0, personal keys only), which this "
+        "document leaves out: its tools and their input schemas are listed by `tools/list`."
     ),
     "VERSION": "0.3.0",
     "SERVE_INCLUDE_SCHEMA": False,
