@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from contacts.hooks import register_contact_deleted_handler
 from events.hooks import register_event_handler
 from tenancy.preparedactions.registry import Operation, register
@@ -21,6 +22,8 @@ class AutomationsConfig(AppConfig):
     verbose_name = "Automations"
 
     def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("automations.api.tools")
         # Prepare -> execute operations, named by path: imported at their first use.
         for action in LIFECYCLE_ACTIONS:
             register(

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from config.outbox import register_system_event_writer
 
 # Lower families record system events through config.outbox; this is its writer.
@@ -9,3 +10,7 @@ register_system_event_writer("events.services.system.emit_system_events")
 class EventsConfig(AppConfig):
     name = "events"
     verbose_name = "Events"
+
+    def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("events.api.tools")

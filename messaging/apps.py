@@ -1,6 +1,7 @@
 from anymail.signals import tracking
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from config.hooks import ByPath
 from tenancy.preparedactions.registry import Operation, register
 
@@ -33,3 +34,5 @@ class MessagingConfig(AppConfig):
                 execute="messaging.api.operations.send_execute",
             )
         )
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("messaging.api.tools")

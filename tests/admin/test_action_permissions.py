@@ -5,6 +5,7 @@ checked the day it is registered.
 """
 
 import datetime as dt
+import uuid
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from django_celery_beat.models import (
     SolarSchedule,
 )
 
+from agent.models import ToolCall
 from automations.models import RunJob
 from events.models import Event, EventStatus, EventType
 from messaging.models import EmailDelivery
@@ -141,6 +143,16 @@ def console_rows(world):
     RunJob.objects.create(run=run, status="dead_lettered", last_error="Deadlock", attempts=8)
     ImportChunkFactory(import_record__project=world.project, dead=True)
     CampaignFactory(project=world.project, in_review=True)
+    ToolCall.objects.create(
+        api_key_id=uuid.uuid4(),
+        user_id=world.users["owner"].id,
+        project_id=world.project.id,
+        tool="contacts_get",
+        outcome="ok",
+        status=200,
+        duration_ms=3.5,
+        created_at=occurred,
+    )
     return world
 
 
