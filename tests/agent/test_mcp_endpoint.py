@@ -33,6 +33,11 @@ SERVED_TOOLS = {
     "automation_runs_list",
     "automation_test_run",
     "automation_action_prepare",
+    "campaigns_list",
+    "campaigns_create",
+    "campaign_send_prepare",
+    "imports_create",
+    "import_preview",
     "prepared_action_execute",
     "push_providers_list",
 }
