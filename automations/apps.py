@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from config.metrics_hooks import register_metrics_source
 from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 from events.hooks import register_event_handler
@@ -26,6 +27,8 @@ class AutomationsConfig(AppConfig):
     verbose_name = "Automations"
 
     def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("automations.api.tools")
         # Prepare -> execute operations, named by path: imported at their first use.
         for action in LIFECYCLE_ACTIONS:
             register(

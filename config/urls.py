@@ -37,6 +37,8 @@ urlpatterns = [
     path("", include("messaging.webhooks.urls")),
     path("", include("automations.api.urls")),
     path("", include("imports.api.urls")),
+    # The agent interface: MCP over Streamable HTTP.
+    path("", include("agent.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from tenancy.preparedactions.registry import Operation, register
 
 # CONTRACT section 2's scope for import commits, spelled out because tenancy.models (where
@@ -24,3 +25,5 @@ class ImportsConfig(AppConfig):
                 lifecycle=False,
             )
         )
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("imports.api.tools")

@@ -1,6 +1,7 @@
 from anymail.signals import tracking
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from config.console_hooks import register_dashboard_section
 from config.hooks import ByPath
 from contacts.hooks import register_timeline_source
@@ -39,3 +40,5 @@ class MessagingConfig(AppConfig):
                 execute="messaging.api.operations.send_execute",
             )
         )
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("messaging.api.tools")

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 from messaging.hooks import register_push_campaign_handlers, register_push_test_sender
 
@@ -23,3 +24,7 @@ register_timeline_source("pushproviders.timeline.push_timeline")
 class PushProvidersConfig(AppConfig):
     name = "pushproviders"
     verbose_name = "Push providers"
+
+    def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("pushproviders.api.tools")

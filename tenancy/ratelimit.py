@@ -30,6 +30,7 @@ from django.conf import settings
 from django.http import HttpResponseBase
 
 from config import clock
+from config.api.errors import RateLimited
 from config.redisclient import redis_client
 from tenancy.access import KeyRecord
 from tenancy.selectors import plan_terms_get
@@ -187,6 +188,20 @@ def rate_limit_hit(key: KeyRecord) -> RateDecision | None:
     decision = _decision(granted > 0, limit, current, previous, weight, leased=max(granted - 1, 0))
     if granted > 1:
         _keep_lease(key.id, second, granted - 1, decision.remaining - (granted - 1))
+    return decision
+
+
+def rate_limit_enforce(key: KeyRecord) -> RateDecision | None:
+    """Counts one request of `key` (after it authenticated) and raises RateLimited (429)
+    over its limit; the decision gives every answer its RateLimit headers. The API views
+    (ApiKeyAuthentication) and the MCP endpoint call it."""
+    decision = rate_limit_hit(key)
+    if decision is not None and not decision.allowed:
+        raise RateLimited(
+            details=f"This key may make {decision.limit} requests per second.",
+            retry_after=decision.reset,
+            decision=decision,
+        )
     return decision
 
 

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "pushproviders",
     "automations",
     "imports",
+    "agent",
 ]
 
 MIDDLEWARE = [
@@ -160,7 +161,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Contacts, events, automations, templates and sends. Every response is a JSON "
         "envelope: `{status, data}` on success (lists add `metadata`), "
-        "`{status, error}` on failure."
+        "`{status, error}` on failure. Agents reach the same operations as MCP tools at "
+        "`POST /mcp` (Streamable HTTP, JSON-RPC 2.0, personal keys only), which this "
+        "document leaves out: its tools and their input schemas are listed by `tools/list`."
     ),
     "VERSION": "0.3.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -359,5 +362,8 @@ LOGGING: dict[str, Any] = {
         "httpcore": {"level": "WARNING"},
         "hpack": {"level": "WARNING"},
         "h2": {"level": "WARNING"},
+        # The MCP SDK logs the start and stop of the session manager that serves each
+        # stateless request (agent/server.py) at INFO: two lines per tool call.
+        "mcp": {"level": "WARNING"},
     },
 }

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 
 # A deleted contact leaves every audience, in the deletion's transaction.
@@ -13,3 +14,7 @@ class AudiencesConfig(AppConfig):
     name = "contacts.audiences"
     label = "audiences"
     verbose_name = "Audiences"
+
+    def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("contacts.audiences.api.tools")

@@ -7,9 +7,24 @@ from rest_framework.request import Request
 
 from config.api.errors import RateLimited, Unauthenticated
 from tenancy.access import INTEGRATION_PREFIX, KeyRecord
-from tenancy.ratelimit import rate_limit_hit
+from tenancy.ratelimit import rate_limit_enforce
 from tenancy.selectors import api_key_record_get
 from tenancy.services import api_key_touch
+
+
+def api_key_authenticate(authorization: str) -> KeyRecord:
+    """The key an `Authorization` header value presents; 401 when missing, unknown or revoked.
+
+    The API views (through ApiKeyAuthentication) and the MCP endpoint both call it."""
+    scheme, _, secret = authorization.partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret.startswith(INTEGRATION_PREFIX):
+        raise Unauthenticated()
+    record = api_key_record_get(secret=secret)
+    if record is None or record.revoked:
+        raise Unauthenticated()
+    api_key_touch(key_id=record.id)
+    return record
 
 
 class ApiKeyAuthentication(BaseAuthentication):
@@ -19,22 +34,13 @@ class ApiKeyAuthentication(BaseAuthentication):
     RateLimit headers (ProjectView.finalize_response)."""
 
     def authenticate(self, request: Request) -> tuple[Any, KeyRecord]:
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        scheme, _, secret = header.partition(" ")
-        secret = secret.strip()
-        if scheme.lower() != "bearer" or not secret.startswith(INTEGRATION_PREFIX):
-            raise Unauthenticated()
-        record = api_key_record_get(secret=secret)
-        if record is None or record.revoked:
-            raise Unauthenticated()
-        api_key_touch(key_id=record.id)
-        decision = rate_limit_hit(record)
+        record = api_key_authenticate(request.META.get("HTTP_AUTHORIZATION", ""))
+        try:
+            decision = rate_limit_enforce(record)
+        except RateLimited as refused:
+            request._request.rate_limit = refused.decision  # type: ignore[attr-defined]
+            raise
         request._request.rate_limit = decision  # type: ignore[attr-defined]
-        if decision is not None and not decision.allowed:
-            raise RateLimited(
-                details=f"This key may make {decision.limit} requests per second.",
-                retry_after=decision.reset,
-            )
         return None, record
 
     def authenticate_header(self, request: Request) -> str:

@@ -5,6 +5,7 @@ checked the day it is registered.
 """
 
 import datetime as dt
+import uuid
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from django_celery_beat.models import (
     SolarSchedule,
 )
 
+from agent.models import ToolCall
 from automations.models import RunJob
 from events.models import Event, EventStatus, EventType
 from messaging.models import EmailDelivery
@@ -145,6 +147,16 @@ def console_rows(world):
     world.team.plan = PlanFactory(events_ingested_per_month=1000)
     world.team.save()
     UsageDay.objects.create(project=world.project, date=occurred.date(), events_ingested=3)
+    ToolCall.objects.create(
+        api_key_id=uuid.uuid4(),
+        user_id=world.users["owner"].id,
+        project_id=world.project.id,
+        tool="contacts_get",
+        outcome="ok",
+        status=200,
+        duration_ms=3.5,
+        created_at=occurred,
+    )
     return world
 
 

@@ -175,3 +175,17 @@ def test_leases_of_many_processes_never_pass_the_limit(world, clock, settings):
 
     assert allowed == 100
     assert int(redis_client().get(f"rl:{key.id}:{int(clock().timestamp())}")) == 1000
+
+
+def test_the_mcp_endpoint_is_limited_per_key_too(api, world, clock, settings):
+    settings.API_RATE_LIMIT = 2
+    key = world.keys["personal_owner"]
+
+    answers = [api.get("/mcp", key=key) for _ in range(3)]
+
+    assert [a.status_code for a in answers] == [405, 405, 429]
+    assert headers(answers[0]) == ("2", "1", "1")
+    assert answers[2].json()["error"]["code"] == "rate_limited"
+    assert answers[2].headers["Retry-After"] == "1"
+    assert headers(answers[2]) == ("2", "0", "1")
+    assert api.get("/mcp", key="sr_user_unknown").status_code == 401
