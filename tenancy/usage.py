@@ -276,16 +276,31 @@ def usage_record(*, project: Project, meter: str, count: int = 1) -> None:
     transaction.on_commit(lambda: _buffer.add(key, count))
 
 
+# One flush at a time per process: a reader that flushes first (usage_days) then waits
+# for a flush the thread has in flight, instead of reading before its counts land.
+_flushing = threading.Lock()
+
+
+def _new_flush_lock() -> None:
+    # A fork while the parent's thread flushed would leave the child's copy held forever.
+    global _flushing
+    _flushing = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_flush_lock)
+
+
 def usage_flush() -> None:
     """Adds this process's buffered counts to the shared counters now."""
-    counts = _buffer.take()
-    if not counts:
-        return
-    try:
-        _flush(counts)
-    except Exception:
-        _buffer.put_back(counts)
-        raise
+    with _flushing:
+        counts = _buffer.take()
+        if not counts:
+            return
+        try:
+            _flush(counts)
+        except Exception:
+            _buffer.put_back(counts)
+            raise
 
 
 def _flush(counts: dict[tuple[str, str, dt.date, str], int]) -> None:
