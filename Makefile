@@ -1,5 +1,6 @@
 # Developer entry points. `make run` serves the API with a worker and beat; `make test`
-# runs the suite against PostgreSQL and Redis on 127.0.0.1 (started or installed if needed).
+# runs the suite against PostgreSQL and Redis on 127.0.0.1 (started or installed if needed),
+# with Debian's chromium for the staff console's browser tests (installed if needed).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -19,13 +20,16 @@ TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test DATABASE_URL='$(TEST_DAT
 	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
 # `make run`'s embedded default (SQLite) has write paths of its own: these tests run a
 # second time on a SQLite file under .run/ (tests that need PostgreSQL skip themselves).
-SQLITE_TESTS := tests/config/test_bulk.py tests/automations/test_engine_api.py \
-	tests/contacts/test_contacts_api.py \
+SQLITE_TESTS := tests/config/test_bulk.py tests/contacts/test_contacts_api.py \
 	tests/contacts/test_contacts_services.py tests/contacts/test_contacts_races.py \
-	tests/events/test_ingest_api.py tests/events/test_processing.py tests/tenancy/test_commands.py
+	tests/events/test_ingest_api.py tests/events/test_processing.py tests/tenancy/test_commands.py \
+	tests/messaging/test_emails_api.py tests/messaging/test_emails_delivery.py \
+	tests/automations/test_automations_api.py tests/automations/test_engine_api.py
 SQLITE_TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test \
 	DATABASE_URL='sqlite:///$(CURDIR)/.run/sqlite.sqlite3' \
 	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
+# Where the browser tests leave screenshots of their failures (printed when a run fails).
+SCREENSHOT_DIR ?= $(CURDIR)/.artifacts/screenshots
 # A hard bound so a hung test cannot hold CI forever.
 TEST_TIMEOUT ?= 900
 # A fresh clone in CI builds the test database from scratch instead of reusing one.
@@ -64,14 +68,18 @@ worker: install
 services:
 	@$(TEST_ENV) scripts/ensure-services.sh
 
-# $(1): the environment, $(2): what to test; bounded by TEST_TIMEOUT.
-bounded_pytest = status=0; $(1) timeout -k 10 $(TEST_TIMEOUT) $(BIN)/pytest $(PYTEST_ARGS) $(2) \
-	|| status=$$?; \
+# $(1): the environment, $(2): what to test; bounded by TEST_TIMEOUT. A failed run names
+# the screenshots its browser tests left.
+bounded_pytest = status=0; $(1) SCREENSHOT_DIR='$(SCREENSHOT_DIR)' timeout -k 10 $(TEST_TIMEOUT) \
+	$(BIN)/pytest $(PYTEST_ARGS) $(2) || status=$$?; \
 	if [ $$status -eq 124 ]; then echo "The test run ran past $(TEST_TIMEOUT)s."; fi; \
+	if [ $$status -ne 0 ] && [ -n "$$(ls -A '$(SCREENSHOT_DIR)' 2>/dev/null)" ]; then \
+		echo "Screenshots of the failed browser tests: $(SCREENSHOT_DIR)"; fi; \
 	exit $$status
 
 test: install
-	@$(TEST_ENV) scripts/ensure-services.sh
+	@$(TEST_ENV) ENSURE_BROWSER=1 scripts/ensure-services.sh
+	@rm -rf '$(SCREENSHOT_DIR)'
 	@echo "Running the test suite against $(TEST_DATABASE_URL)"
 	@$(call bounded_pytest,$(TEST_ENV),tests/)
 	@echo "Running the embedded default's tests against SQLite"

@@ -3,11 +3,15 @@ timeline and waits. Read-only: automations change through the API (validation, l
 prepared actions), runs through the engine. Two actions, each declaring `change`: cancel
 runs (as the API's cancel does) and requeue the dead-lettered jobs of runs."""
 
+import uuid
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
 
 from automations.models import (
@@ -21,6 +25,8 @@ from automations.models import (
 from automations.queue import RUN_QUEUE
 from automations.services.runs import runs_cancel_by_staff
 from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+
+CANCEL_REASON = "Canceled from the staff console."
 
 
 class AutomationVersionInline(ReadOnlyInline):
@@ -182,8 +188,36 @@ class AutomationRunAdmin(ReadOnlyModelAdmin):
 
     @admin.action(description="Cancel the selected runs", permissions=["cancel"])
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[AutomationRun]) -> None:
-        count = runs_cancel_by_staff(runs=queryset, reason="Canceled from the staff console.")
+        count = runs_cancel_by_staff(runs=queryset, reason=CANCEL_REASON)
         self.message_user(request, f"Canceled or asked to stop {count} runs.", messages.SUCCESS)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<uuid:object_id>/cancel/",
+                self.admin_site.admin_view(self.cancel_view),
+                name="automations_automationrun_cancel_one",
+            ),
+            *super().get_urls(),
+        ]
+
+    def cancel_view(self, request: HttpRequest, object_id: uuid.UUID) -> HttpResponse:
+        """One run canceled, from the button on a contact's timeline; back to `next`."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_cancel_permission(request):
+            raise PermissionDenied
+        count = runs_cancel_by_staff(
+            runs=AutomationRun.objects.filter(pk=object_id), reason=CANCEL_REASON
+        )
+        if count:
+            self.message_user(request, "The run is canceled.", messages.SUCCESS)
+        else:
+            self.message_user(request, "The run had already finished.", messages.WARNING)
+        back = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+            back = reverse("admin:automations_automationrun_change", args=[object_id])
+        return HttpResponseRedirect(back)
 
     @admin.display(description="trigger payload")
     def trigger_payload_display(self, obj: AutomationRun) -> SafeString:

@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 
-from contacts.hooks import register_contact_deleted_handler
+from config.agenttools import register_agent_tools
+from config.metrics_hooks import register_metrics_source
+from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 from events.hooks import register_event_batch_handler
 from tenancy.preparedactions.registry import Operation, register
 
@@ -8,6 +10,10 @@ from tenancy.preparedactions.registry import Operation, register
 register_event_batch_handler("automations.services.triggers.AutomationsEventBatch")
 # A deleted contact's runs in progress end (canceled), like an archived automation's.
 register_contact_deleted_handler("automations.services.runs.runs_of_deleted_contact")
+# Runs and their steps on a contact's timeline in the staff console, with a cancel button.
+register_timeline_source("automations.console.run_timeline")
+# Automation runs by status at every Prometheus scrape.
+register_metrics_source("automations.console.runs_by_status")
 
 # CONTRACT section 2's scope for lifecycle changes, spelled out because tenancy.models
 # (where `Scope` lives) cannot be imported before the app registry is ready; a test
@@ -21,6 +27,8 @@ class AutomationsConfig(AppConfig):
     verbose_name = "Automations"
 
     def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("automations.api.tools")
         # Prepare -> execute operations, named by path: imported at their first use.
         for action in LIFECYCLE_ACTIONS:
             register(

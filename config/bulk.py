@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-import psycopg
 from django.db import connection, models
+
+from config.db import binary_cursor
 
 M = TypeVar("M", bound=models.Model)
 
@@ -27,8 +28,7 @@ def _execute(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     transaction, that binds on the server; as Django's own cursors do, through the
     connection's execute wrappers, into its query log when that is on (statement
     counts in tests see it), and raising Django's errors (`IntegrityError`)."""
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    with connection.wrap_database_errors, binary_cursor() as cursor:
 
         def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
             cursor.execute(sql, params)

@@ -1,9 +1,13 @@
 """The Celery app, its queues and the beat schedule: every periodic task is listed here."""
 
 import os
+from typing import Any
 
 from celery import Celery
+from celery.signals import before_task_publish, task_postrun, task_prerun
 from kombu import Queue
+
+from config.requestcontext import current_request_id, request_id_reset, request_id_set
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
@@ -19,6 +23,7 @@ class Queues:
     MESSAGING = "messaging"
     PUSH = "push"
     AUTOMATIONS = "automations"
+    IMPORTS = "imports"
 
 
 app.conf.task_default_queue = Queues.DEFAULT
@@ -30,12 +35,16 @@ app.conf.task_queues = [
     Queue(Queues.MESSAGING, routing_key=Queues.MESSAGING),
     Queue(Queues.PUSH, routing_key=Queues.PUSH),
     Queue(Queues.AUTOMATIONS, routing_key=Queues.AUTOMATIONS),
+    # Commits apply thousands of rows per task: their own queue keeps events and sends
+    # from waiting behind them when workers are split by queue.
+    Queue(Queues.IMPORTS, routing_key=Queues.IMPORTS),
 ]
 app.conf.task_routes = {
     "events.*": {"queue": Queues.EVENTS},
     "messaging.*": {"queue": Queues.MESSAGING},
     "pushproviders.*": {"queue": Queues.PUSH},
     "automations.*": {"queue": Queues.AUTOMATIONS},
+    "imports.*": {"queue": Queues.IMPORTS},
 }
 
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
@@ -65,6 +74,18 @@ app.conf.beat_schedule = {
         "schedule": 3600.0,
         "options": {"expires": 3000},
     },
+    # Campaigns: scheduled sends start when due; the fan-out table is a queue too, with
+    # the same safety net, which also finishes campaigns whose last worker stopped.
+    "messaging.start_scheduled_campaigns": {
+        "task": "messaging.start_scheduled_campaigns",
+        "schedule": 5.0,
+        "options": {"expires": 4},
+    },
+    "messaging.sweep_campaigns": {
+        "task": "messaging.sweep_campaigns",
+        "schedule": 10.0,
+        "options": {"expires": 9},
+    },
     # The push deliveries table is the queue; the same safety net for push sends.
     "pushproviders.sweep_push": {
         "task": "pushproviders.sweep_push",
@@ -84,6 +105,18 @@ app.conf.beat_schedule = {
         "schedule": 600.0,
         "options": {"expires": 540},
     },
+    # The import chunks table is the queue of commits; the same safety net for them.
+    "imports.sweep": {
+        "task": "imports.sweep",
+        "schedule": 10.0,
+        "options": {"expires": 9},
+    },
+    # Live usage counters (Redis) into the per-day rows; idempotent across crashes.
+    "tenancy.fold_usage": {
+        "task": "tenancy.fold_usage",
+        "schedule": 60.0,
+        "options": {"expires": 50},
+    },
     "preparedactions.expire": {
         "task": "preparedactions.expire",
         "schedule": 60.0,
@@ -92,3 +125,35 @@ app.conf.beat_schedule = {
 }
 
 app.autodiscover_tasks()
+
+
+# The request id travels with every task published while a request (or a task) is
+# served, and is bound while the task runs: its log lines carry the id of the request
+# that caused it.
+REQUEST_ID_HEADER = "request_id"
+_bound: dict[str, object] = {}
+
+
+@before_task_publish.connect
+def _carry_request_id(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    request_id = current_request_id()
+    if request_id and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, request_id)
+
+
+@task_prerun.connect
+def _bind_request_id(task_id: str | None = None, task: Any = None, **kwargs: Any) -> None:
+    request = getattr(task, "request", None)
+    # A worker makes message headers attributes of the request; `apply` keeps them apart.
+    request_id = getattr(request, REQUEST_ID_HEADER, None) or (
+        getattr(request, "headers", None) or {}
+    ).get(REQUEST_ID_HEADER)
+    if task_id is not None:
+        _bound[task_id] = request_id_set(request_id if isinstance(request_id, str) else None)
+
+
+@task_postrun.connect
+def _unbind_request_id(task_id: str | None = None, **kwargs: Any) -> None:
+    token = _bound.pop(task_id, None) if task_id is not None else None
+    if token is not None:
+        request_id_reset(token)

@@ -8,6 +8,7 @@ from config.api.converters import AnyCaseUUIDConverter
 from config.api.exceptions import not_found_view
 from config.api.health import HealthView
 from config.api.reference import OpenApiView, SwaggerView
+from config.metrics import metrics_view
 
 # Every `<uuid:...>` of every app matches in any case. Django 5.2 warns that replacing a
 # built-in converter goes away in Django 6, where this line must name a converter of its
@@ -21,6 +22,7 @@ urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
     path("openapi.json", OpenApiView.as_view(), name="openapi"),
     path("docs", SwaggerView.as_view(url_name="openapi"), name="docs"),
+    path("metrics", metrics_view, name="metrics"),
     # Event ingest is the hottest path: first, so resolving it tries the fewest patterns.
     path("", include("events.api.urls")),
     path("", include("tenancy.api.urls")),
@@ -34,6 +36,9 @@ urlpatterns = [
     # ESP tracking webhooks (/webhooks/email/<esp>).
     path("", include("messaging.webhooks.urls")),
     path("", include("automations.api.urls")),
+    path("", include("imports.api.urls")),
+    # The agent interface: MCP over Streamable HTTP.
+    path("", include("agent.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

@@ -1,17 +1,20 @@
 """Staff console for contacts: find by email, external id or id; read fields as JSON."""
 
 import contextlib
+import datetime as dt
 import uuid
+from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.safestring import SafeString
 
 from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
 from contacts.audiences.models import AudienceMembership
 from contacts.models import Contact
 from contacts.services import contact_delete
+from contacts.timeline import contact_timeline
 from contacts.topics.models import Subscription
 
 
@@ -71,6 +74,29 @@ class ContactAdmin(ReadOnlyModelAdmin):
     @admin.display(description="fields")
     def fields_display(self, obj: Contact) -> SafeString:
         return pretty_json(obj.fields)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """The contact's page answers "what happened to this person": one timeline of
+        what every family recorded, newest first, a page at a time."""
+        context = dict(extra_context or {})
+        contact = self.get_object(request, object_id)
+        if contact is not None:
+            before = None
+            with contextlib.suppress(ValueError):
+                before = dt.datetime.fromisoformat(request.GET.get("timeline_before", ""))
+            context["timeline"] = contact_timeline(
+                contact=contact,
+                user=request.user,
+                before=before,
+                before_key=request.GET.get("timeline_key") if before else None,
+            )
+        return super().change_view(request, object_id, form_url, extra_context=context)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Contact], search_term: str

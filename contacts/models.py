@@ -33,6 +33,13 @@ class Contact(ProjectScopedModel):
             models.Index(
                 fields=["project", "created_at", "id"], name="contact_project_created_idx"
             ),
+            # Serves campaigns to an opt-out topic (every contact of the project): their
+            # fan-out batches read the project's contacts by ranges of id.
+            models.Index(
+                fields=["project", "id"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="contact_project_id_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,12 +1,16 @@
 """Reads of contacts. Every selector sees only active contacts, of the acting project (or,
 for batch work across projects, of the projects it names)."""
 
+import datetime as dt
+import json
 import uuid
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from django.db.models import Q, QuerySet
 
+from config.api.jsonvalues import json_size
+from config.db import binary_cursor
 from contacts.models import Contact
 from contacts.normalization import normalise_email
 from tenancy.models import Project
@@ -74,3 +78,114 @@ def contact_resolve(
     if email is not None:
         return contact_get_by_email(project=project, email=email)
     return None
+
+
+class UpsertCandidate(NamedTuple):
+    """A contact to create or merge into, as a bulk writer (an import) proposes it: its
+    identity (the normalised email, or the external id when there is no email) and the
+    fields to merge, as a compact JSON object without null values."""
+
+    email: str | None
+    external_id: str | None
+    fields_json: str
+
+
+class UpsertMatch(NamedTuple):
+    """What upserting one candidate would do to the active contact its identity names."""
+
+    contact_id: uuid.UUID | None
+    # The contact's `updated_at`: any later change to the contact moves it.
+    version: dt.datetime | None
+    # The merge adds or changes a field, or sets another external id.
+    fields_change: bool
+    external_id_change: bool
+    # The candidate's external id belongs to another active contact (an upsert is a 409).
+    external_id_taken: bool
+    # The merged fields would exceed the project's `contact_fields_limit_bytes`.
+    too_large: bool
+
+
+# One row per candidate, in order: the active contact its identity names, the merge of
+# the candidate's fields into it, and the active contact that holds its external id. The
+# size is first taken from jsonb's text, which spaces its separators and so is not
+# shorter than compact JSON (a number jsonb writes in fewer digits than Python aside);
+# only rows over the bound carry the merged text, to be measured exactly in Python.
+_MATCH_SQL = """
+SELECT c.id, c.updated_at, c.external_id,
+       c.id IS NOT NULL AND (c.fields || u.fields) IS DISTINCT FROM c.fields,
+       holder.id,
+       CASE WHEN octet_length((COALESCE(c.fields, '{{}}'::jsonb) || u.fields)::text) > %(limit)s
+            THEN (COALESCE(c.fields, '{{}}'::jsonb) || u.fields)::text END
+FROM (
+    SELECT n, email, external_id, fields::jsonb AS fields
+    FROM unnest(%(n)b::int[], %(emails)b::varchar[], %(external_ids)b::varchar[],
+                %(fields)b::text[]) AS t(n, email, external_id, fields)
+) u
+LEFT JOIN {table} c
+    ON c.project_id = %(project_id)s AND c.deleted_at IS NULL AND c.{identity} = u.{identity}
+LEFT JOIN {table} holder
+    ON holder.project_id = %(project_id)s AND holder.deleted_at IS NULL
+       AND holder.external_id = u.external_id
+ORDER BY u.n
+"""
+
+
+def contact_upsert_matches(
+    *, project: Project, candidates: Sequence[UpsertCandidate], by: str = "email"
+) -> list[UpsertMatch]:
+    """For each candidate, in order, what an upsert by `by` (`email` or `external_id`)
+    would do to the project's active contacts: one query for the whole batch (PostgreSQL).
+
+    The merge is contact_upsert's: fields key by key, the external id set when given."""
+    if not candidates:
+        return []
+    identity = "external_id" if by == "external_id" else "email"
+    with binary_cursor() as cursor:
+        cursor.execute(
+            _MATCH_SQL.format(table=Contact._meta.db_table, identity=identity),
+            {
+                "project_id": project.id,
+                "limit": project.contact_fields_limit_bytes,
+                "n": list(range(len(candidates))),
+                "emails": [candidate.email for candidate in candidates],
+                "external_ids": [candidate.external_id for candidate in candidates],
+                "fields": [candidate.fields_json for candidate in candidates],
+            },
+        )
+        rows = cursor.fetchall()
+    matches = []
+    for candidate, (contact_id, version, current_external_id, changed, holder, merged) in zip(
+        candidates, rows, strict=True
+    ):
+        wanted = candidate.external_id
+        matches.append(
+            UpsertMatch(
+                contact_id=contact_id,
+                version=version,
+                fields_change=bool(changed),
+                external_id_change=(
+                    contact_id is not None and wanted is not None and wanted != current_external_id
+                ),
+                external_id_taken=holder is not None and holder != contact_id,
+                too_large=(
+                    merged is not None
+                    and json_size(json.loads(merged)) > project.contact_fields_limit_bytes
+                ),
+            )
+        )
+    return matches
+
+
+def contact_field_keys_present(*, project: Project, keys: Collection[str]) -> set[str]:
+    """The keys among `keys` that some active contact of the project has in its `fields`."""
+    contacts = contact_list(project=project)
+    return {key for key in keys if contacts.filter(fields__has_key=key).exists()}
+
+
+def contact_ids_by_identities(
+    *, project: Project, values: Collection[str], by: str = "email"
+) -> dict[str, uuid.UUID]:
+    """Active contacts' ids by normalised email (or external id with `by="external_id"`)."""
+    identity = "external_id" if by == "external_id" else "email"
+    found = contact_list(project=project).filter(**{f"{identity}__in": list(values)})
+    return dict(found.values_list(identity, "id"))

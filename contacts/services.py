@@ -3,7 +3,7 @@
 import enum
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -12,12 +12,14 @@ from django.db import IntegrityError, connection, transaction
 from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked, stored_json_issues
+from config.db import binary_cursor
 from config.models import model_update
 from config.outbox import SystemEvent, system_event_emit, system_events_emit
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.hooks import contact_deleted_handlers
 from contacts.models import Contact
 from contacts.normalization import email_normalised, merge_fields
+from contacts.selectors import UpsertCandidate
 from tenancy.models import Project
 
 UPSERT_ATTEMPTS = 5
@@ -401,3 +403,102 @@ def contact_delete(*, project: Project, contact_id: uuid.UUID | str) -> Contact:
         for handler in contact_deleted_handlers():
             handler(contact=contact)
         return contact
+
+
+# Many upserts in one statement: insert, or merge into the active contact the partial
+# unique index of the identity finds (as _UPSERT_SQL does one). A match with nothing to
+# change writes nothing and returns no row.
+_UPSERT_MANY_SQL = """
+INSERT INTO {table}
+    (id, project_id, email, external_id, fields, created_at, updated_at, deleted_at)
+SELECT u.id, %(project_id)s, u.email, u.external_id, u.fields::jsonb, %(now)s, %(now)s, NULL
+FROM unnest(%(ids)b::uuid[], %(emails)b::varchar[], %(external_ids)b::varchar[],
+            %(fields)b::text[]) AS u(id, email, external_id, fields)
+ON CONFLICT (project_id, {identity}) WHERE deleted_at IS NULL AND {identity} IS NOT NULL
+DO UPDATE SET
+    fields = {table}.fields || EXCLUDED.fields,
+    external_id = COALESCE(EXCLUDED.external_id, {table}.external_id),
+    updated_at = EXCLUDED.updated_at
+WHERE ({table}.fields || EXCLUDED.fields) IS DISTINCT FROM {table}.fields
+    OR COALESCE(EXCLUDED.external_id, {table}.external_id)
+        IS DISTINCT FROM {table}.external_id
+RETURNING id, email, external_id, (xmax = 0) AS created
+"""
+
+
+def contacts_upsert_many(
+    *,
+    project: Project,
+    candidates: Sequence[UpsertCandidate],
+    by: str = "email",
+    emit: bool = True,
+) -> list[tuple[uuid.UUID, bool] | None]:
+    """Creates or merges many contacts in one statement (PostgreSQL): per candidate, in
+    order, `(contact_id, created)` when it wrote, None when the contact already held
+    everything. Identities must be distinct and normalised, fields free of null values
+    and within the project's bound (contact_upsert_matches says which are not).
+
+    With `emit`, records `sendrealm.contact.created` / `.updated` for what changed, in
+    the caller's transaction; a bulk writer that must not start automations passes
+    False. An external id held by another contact raises IntegrityError."""
+    if not candidates:
+        return []
+    identity = "external_id" if by == "external_id" else "email"
+    # Rows locked in a stable order, so two bulk writers cannot deadlock on each other.
+    order = sorted(range(len(candidates)), key=lambda i: getattr(candidates[i], identity) or "")
+    now = clock.now()
+    with binary_cursor() as cursor:
+        cursor.execute(
+            _UPSERT_MANY_SQL.format(table=Contact._meta.db_table, identity=identity),
+            {
+                "project_id": project.id,
+                "now": now,
+                "ids": [uuid.uuid4() for _ in order],
+                "emails": [candidates[i].email for i in order],
+                "external_ids": [candidates[i].external_id for i in order],
+                "fields": [candidates[i].fields_json for i in order],
+            },
+        )
+        written = cursor.fetchall()
+    position = {getattr(candidate, identity): i for i, candidate in enumerate(candidates)}
+    results: list[tuple[uuid.UUID, bool] | None] = [None] * len(candidates)
+    events: dict[str, list[SystemEvent]] = {"contact.created": [], "contact.updated": []}
+    for contact_id, email, external_id, created in written:
+        key = email if identity == "email" else external_id
+        results[position[key]] = (contact_id, bool(created))
+        if emit:
+            name = "contact.created" if created else "contact.updated"
+            events[name].append(
+                SystemEvent(
+                    payload={
+                        "contact_id": str(contact_id),
+                        "email": email,
+                        "external_id": external_id,
+                    },
+                    contact_id=contact_id,
+                    email=email,
+                    external_id=external_id,
+                )
+            )
+    for name, batch in events.items():
+        system_events_emit(project=project, name=name, events=batch)
+    return results
+
+
+def contacts_lock_active(
+    *, project: Project, contact_ids: Collection[uuid.UUID]
+) -> dict[uuid.UUID, tuple[str | None, str | None]]:
+    """Locks the active contacts among `contact_ids` until the caller's transaction ends
+    (in id order) and returns their `(email, external_id)` by id. Bulk writers of
+    memberships and subscriptions take it so that a contact cannot be deleted under them,
+    as `contact_find_for_update` does for one."""
+    if not contact_ids:
+        return {}
+    with binary_cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, email, external_id FROM {Contact._meta.db_table} "  # noqa: S608
+            "WHERE project_id = %b AND id = ANY(%b) AND deleted_at IS NULL "
+            "ORDER BY id FOR UPDATE",
+            [project.id, sorted(contact_ids)],
+        )
+        return {contact_id: (email, external_id) for contact_id, email, external_id in cursor}

@@ -1,11 +1,19 @@
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
 from config.outbox import register_system_event_writer
+from contacts.hooks import register_timeline_source
 
 # Lower families record system events through config.outbox; this is its writer.
 register_system_event_writer("events.services.system.emit_system_events")
+# A contact's events on its timeline in the staff console.
+register_timeline_source("events.timeline.event_timeline")
 
 
 class EventsConfig(AppConfig):
     name = "events"
     verbose_name = "Events"
+
+    def ready(self) -> None:
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("events.api.tools")

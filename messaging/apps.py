@@ -1,7 +1,11 @@
 from anymail.signals import tracking
 from django.apps import AppConfig
 
+from config.agenttools import register_agent_tools
+from config.console_hooks import register_dashboard_section
 from config.hooks import ByPath
+from contacts.hooks import register_timeline_source
+from tenancy.preparedactions.registry import Operation, register
 
 # ESP tracking webhooks (/webhooks/email/<esp>) reach us through django-anymail's signal,
 # its one integration point; the receiver hands each normalised event to a service.
@@ -11,7 +15,30 @@ tracking.connect(
     dispatch_uid="messaging.esp_tracking_received",
 )
 
+# A contact's emails on its timeline in the staff console, and the campaigns waiting for
+# review on its dashboard.
+register_timeline_source("messaging.timeline.email_timeline")
+register_dashboard_section("messaging.console.campaigns_awaiting_review")
+# CONTRACT section 2's scope for sends, spelled out because tenancy.models (where `Scope`
+# lives) cannot be imported before the app registry is ready; a test checks it is
+# `Scope.MESSAGES_SEND`.
+SEND_SCOPE = "messages.send"
+
 
 class MessagingConfig(AppConfig):
     name = "messaging"
     verbose_name = "Messaging"
+
+    def ready(self) -> None:
+        # Personal keys send a campaign in two steps (prepare, execute); named by path,
+        # imported at first use.
+        register(
+            Operation(
+                name="campaigns.send",
+                scope=SEND_SCOPE,
+                effects="messaging.api.operations.send_effects",
+                execute="messaging.api.operations.send_execute",
+            )
+        )
+        # Its endpoints as agent tools (the MCP endpoint), imported at first use.
+        register_agent_tools("messaging.api.tools")

@@ -6,6 +6,9 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
+from messaging.services.campaign_fanout import CAMPAIGN_FANOUT_QUEUE, campaign_fanout_due
+from messaging.services.campaign_progress import campaigns_finish_stale
+from messaging.services.campaign_sending import campaigns_start_due
 from messaging.services.delivery import EMAIL_QUEUE, emails_deliver_due
 from messaging.services.esp_events import esp_event_receipts_purge
 
@@ -45,3 +48,36 @@ def purge_esp_receipts() -> int:
     if deleted:
         logger.info("Purged %d ESP event receipts", deleted)
     return deleted
+
+
+def _fanout_budget() -> float:
+    return float(getattr(settings, "CAMPAIGN_FANOUT_TASK_TIME_BUDGET_SECONDS", 30.0))
+
+
+@shared_task(name="messaging.fan_out_campaigns", ignore_result=True)
+def fan_out_campaigns() -> int:
+    """Woken when a campaign starts sending (debounced): works due fan-out batches until
+    none are left or the time budget is spent, then hands the rest to a fresh task."""
+    claimed, more = campaign_fanout_due(budget_seconds=_fanout_budget())
+    if more:
+        CAMPAIGN_FANOUT_QUEUE.publish()
+    return claimed
+
+
+@shared_task(name="messaging.start_scheduled_campaigns", ignore_result=True)
+def start_scheduled_campaigns() -> int:
+    """On beat: starts the scheduled campaigns whose time has come."""
+    return campaigns_start_due()
+
+
+@shared_task(name="messaging.sweep_campaigns", ignore_result=True)
+def sweep_campaigns() -> int:
+    """The safety net on beat: fan-out batches no wake-up reached (or whose worker died),
+    and sending campaigns whose last worker stopped before marking them sent."""
+    claimed, more = campaign_fanout_due(budget_seconds=_fanout_budget())
+    if more:
+        CAMPAIGN_FANOUT_QUEUE.publish()
+    finished = campaigns_finish_stale()
+    if claimed or finished:
+        logger.info("Campaign sweep claimed %d batches, finished %d campaigns", claimed, finished)
+    return claimed

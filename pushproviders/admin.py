@@ -3,6 +3,7 @@ deliveries. Secrets are never shown: providers show readiness (with why a stored
 does not count), installations only the end of their token, deliveries no token at all.
 Dead-lettered deliveries can be requeued by staff who may change deliveries."""
 
+import uuid
 from typing import Any
 
 from django.contrib import admin, messages
@@ -214,6 +215,25 @@ class PushDeliveryAdmin(BigTableAdmin):
     list_select_related = ["message"]
     search_fields = ["=id", "=message__id", "=installation_id"]
     search_help_text = "Delivery, push message or installation id (exact)."
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[PushDelivery], search_term: str
+    ) -> tuple[QuerySet[PushDelivery], bool]:
+        # Ids only, matched exactly on their columns: Django's `=` search would compare
+        # the installation's foreign key case-insensitively, which it cannot.
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        try:
+            value = uuid.UUID(term)
+        except ValueError:
+            return queryset.none(), False
+        return (
+            queryset.filter(id=value)
+            | queryset.filter(message_id=value)
+            | queryset.filter(installation_id=value)
+        ), False
+
     raw_id_fields = ["message", "contact"]
     readonly_fields = (
         "id",

@@ -7,9 +7,9 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from config import clock
-from config.workqueue.models import WorkItem, due_index, lease_index
+from config.workqueue.models import WorkItem, dead_letter_index, due_index, lease_index
 from contacts.models import Contact
-from messaging.models import MessageTemplate, TemplateVersion
+from messaging.models import Campaign, MessageTemplate, TemplateVersion
 from tenancy.models import Project, ProjectScopedModel
 
 
@@ -184,6 +184,15 @@ class PushMessage(models.Model):
     title = models.TextField(null=True, blank=True)
     body = models.TextField(null=True, blank=True)
     data = models.JSONField(default=dict, encoder=DjangoJSONEncoder)
+    # The push campaign that made it (one message per recipient contact); a canceled
+    # campaign's queued deliveries are not sent.
+    campaign = models.ForeignKey(
+        Campaign,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="push_messages",
+    )
     # A test send (`POST /push/tests`, `POST /templates/{id}/test`).
     test = models.BooleanField(default=False)
     status = models.CharField(
@@ -210,6 +219,13 @@ class PushMessage(models.Model):
         indexes = [
             # Serves the console's newest-first listing of a project's messages.
             models.Index(fields=["project", "created_at", "id"], name="push_message_created_idx"),
+            # Serves a push campaign's stats (counts by status) and the check that none of
+            # its messages is still queued.
+            models.Index(
+                fields=["campaign", "status"],
+                condition=models.Q(campaign__isnull=False),
+                name="push_message_campaign_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -272,6 +288,7 @@ class PushDelivery(WorkItem):
             # Serve the workers' claim: due deliveries, and expired leases of dead workers.
             due_index("pushdelivery_due_idx"),
             lease_index("pushdelivery_lease_idx"),
+            dead_letter_index("pushdelivery_dead_idx"),
             # Serves the roll-up: does a message still have deliveries in flight?
             models.Index(
                 fields=["message"],

@@ -2,7 +2,9 @@
 # Makes sure PostgreSQL and Redis answer where DATABASE_URL, CACHE_URL and CELERY_BROKER_URL
 # point (default: 127.0.0.1). Local services that are installed but stopped are started; on
 # Debian, as root, missing ones are installed. Anything still unreachable fails the run:
-# tests never skip silently for want of a service.
+# tests never skip silently for want of a service. With ENSURE_BROWSER=1 (make test) it
+# also installs Debian's chromium and chromium-driver for the staff console's browser
+# tests; where it cannot, it says what to install and those tests skip saying so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -183,6 +185,23 @@ ensure_redis() {
     fi
 }
 
+ensure_browser() {
+    local chromium="${CHROMIUM_BINARY:-/usr/bin/chromium}" driver="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+    if [ -x "$chromium" ] && [ -x "$driver" ]; then
+        say "chromium and chromedriver are installed"
+        return 0
+    fi
+    if can_apt; then
+        say "installing chromium and chromium-driver for the browser tests"
+        apt-get update -qq
+        if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; then
+            return 0
+        fi
+    fi
+    say "the browser tests will skip: install Debian's chromium and chromium-driver"
+    echo "    sudo apt-get install -y chromium chromium-driver" >&2
+}
+
 if [ ! -x "$PY" ]; then
     echo "ensure-services: $PY is missing; run make install first" >&2
     exit 1
@@ -192,3 +211,6 @@ for url in "${REDIS_URLS[@]}"; do
     ensure_redis "$url"
 done
 say "Redis answers at $(field "${REDIS_URLS[0]}" host):$(field "${REDIS_URLS[0]}" port 6379)"
+if [ "${ENSURE_BROWSER:-0}" = 1 ]; then
+    ensure_browser
+fi

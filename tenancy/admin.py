@@ -6,9 +6,16 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from config.admin import beat_admin_secure
-from tenancy.models import ApiKey, Membership, Project, ProjectGrant, Team
-from tenancy.services import api_key_create, api_key_forget, api_key_revoke, project_forget
+from config.admin import BigTableAdmin, beat_admin_secure
+from tenancy.models import ApiKey, Membership, Plan, Project, ProjectGrant, Team, UsageDay
+from tenancy.services import (
+    api_key_create,
+    api_key_forget,
+    api_key_revoke,
+    plan_forget,
+    project_forget,
+    team_plan_forget,
+)
 
 
 class ProjectInline(admin.TabularInline):
@@ -25,17 +32,65 @@ class MembershipInline(admin.TabularInline):
     raw_id_fields = ["user"]
 
 
+@admin.register(Plan)
+class PlanAdmin(admin.ModelAdmin):
+    """Plans: monthly quotas per meter (empty: unlimited) and the keys' rate limit."""
+
+    list_display = [
+        "name",
+        "events_ingested_per_month",
+        "emails_sent_per_month",
+        "push_sent_per_month",
+        "api_rate_limit",
+    ]
+    search_fields = ["name"]
+
+    def save_model(self, request: HttpRequest, obj: Plan, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        # Quotas and limits are cached per team; its teams see the change at once.
+        plan_forget(plan=obj)
+
+
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
-    list_display = ["name", "id", "messaging_rollout", "created_at"]
-    list_filter = ["messaging_rollout"]
+    list_display = ["name", "id", "plan", "api_rate_limit", "messaging_rollout", "created_at"]
+    list_filter = ["messaging_rollout", "plan"]
+    list_select_related = ["plan"]
     search_fields = ["name", "id"]
     inlines = [ProjectInline, MembershipInline]
 
     def save_model(self, request: HttpRequest, obj: Team, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
+        team_plan_forget(team=obj)
         for project in obj.projects.all():
             project_forget(project=project)
+
+
+@admin.register(UsageDay)
+class UsageDayAdmin(BigTableAdmin):
+    """Metered usage as folded into the day rows (the live part of today shows in
+    GET /project/usage)."""
+
+    list_display = [
+        "date",
+        "project",
+        "events_ingested",
+        "runs_started",
+        "waits_created",
+        "template_tests",
+        "emails_sent",
+        "push_sent",
+    ]
+    list_select_related = ["project"]
+    search_fields = ["project__name", "=project__id"]
+    date_hierarchy = "date"
+    ordering = ["-date"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(Project)
@@ -54,6 +109,7 @@ class ProjectAdmin(admin.ModelAdmin):
 class MembershipAdmin(admin.ModelAdmin):
     list_display = ["user", "team", "role", "created_at"]
     list_filter = ["role"]
+    search_fields = ["user__username", "team__name"]
     list_select_related = ["user", "team"]
     raw_id_fields = ["user", "team"]
 

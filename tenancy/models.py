@@ -41,6 +41,58 @@ class EmailNormalization(models.TextChoices):
     GMAIL = "gmail"
 
 
+class Meter(models.TextChoices):
+    """What usage metering counts, per project and day (docs/API.md, Usage)."""
+
+    EVENTS_INGESTED = "events_ingested"
+    RUNS_STARTED = "runs_started"
+    WAITS_CREATED = "waits_created"
+    TEMPLATE_TESTS = "template_tests"
+    EMAILS_SENT = "emails_sent"
+    PUSH_SENT = "push_sent"
+
+
+QUOTA_HELP = "Per calendar month (UTC); empty means no limit."
+RATE_LIMIT_HELP = (
+    "Requests per second per API key; empty: the next level decides (team, plan, then the "
+    "API_RATE_LIMIT setting); 0: no limit."
+)
+
+
+class Plan(models.Model):
+    """A commercial plan: monthly quotas per meter (null: unlimited) and a rate limit."""
+
+    name = models.CharField(max_length=100, unique=True)
+    events_ingested_per_month = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text=QUOTA_HELP
+    )
+    runs_started_per_month = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text=QUOTA_HELP
+    )
+    waits_created_per_month = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text=QUOTA_HELP
+    )
+    template_tests_per_month = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text=QUOTA_HELP
+    )
+    emails_sent_per_month = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text=QUOTA_HELP
+    )
+    push_sent_per_month = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text=QUOTA_HELP
+    )
+    api_rate_limit = models.PositiveIntegerField(null=True, blank=True, help_text=RATE_LIMIT_HELP)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def quota(self, meter: str) -> int | None:
+        value: int | None = getattr(self, f"{meter}_per_month")
+        return value
+
+
 class Team(models.Model):
     """A customer account: it owns projects and has members."""
 
@@ -49,6 +101,11 @@ class Team(models.Model):
     messaging_rollout = models.BooleanField(
         default=False, help_text="Lets personal keys run lifecycle actions (prepare/execute)."
     )
+    # No plan: no quotas, and the rate limit of the API_RATE_LIMIT setting.
+    plan = models.ForeignKey(
+        Plan, on_delete=models.PROTECT, null=True, blank=True, related_name="teams"
+    )
+    api_rate_limit = models.PositiveIntegerField(null=True, blank=True, help_text=RATE_LIMIT_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -208,3 +265,42 @@ class ProjectGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.api_key} on {self.project}"
+
+
+class UsageDay(models.Model):
+    """Metered usage of one project on one day (UTC), as folded from the live counters."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="usage_days")
+    date = models.DateField()
+    events_ingested = models.BigIntegerField(default=0)
+    runs_started = models.BigIntegerField(default=0)
+    waits_created = models.BigIntegerField(default=0)
+    template_tests = models.BigIntegerField(default=0)
+    emails_sent = models.BigIntegerField(default=0)
+    push_sent = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # Also serves GET /project/usage: a project's days in a range.
+            models.UniqueConstraint(fields=["project", "date"], name="usage_day_one_per_date")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.date}"
+
+
+class UsageFold(models.Model):
+    """One batch of live counters folded into UsageDay: its token makes a fold that is
+    retried after a crash a no-op, so counts are never added twice."""
+
+    token = models.CharField(max_length=64, unique=True)
+    folded_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # Serves the purge of old tokens.
+            models.Index(fields=["folded_at"], name="usage_fold_folded_at_idx")
+        ]
+
+    def __str__(self) -> str:
+        return self.token

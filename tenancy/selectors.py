@@ -1,15 +1,19 @@
 """Reads of teams, projects and keys."""
 
 import uuid
+from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
 from tenancy.access import PERMISSION_SCOPES, ROLE_SCOPES, Access, KeyRecord, hash_secret
 from tenancy.cache import cached
-from tenancy.models import ApiKey, KeyKind, Membership, Project, ProjectGrant
+from tenancy.models import ApiKey, KeyKind, Membership, Meter, Project, ProjectGrant, Team
 
 KEY_CACHE_SECONDS = 60
 PROJECT_CACHE_SECONDS = 60
+PLAN_CACHE_SECONDS = 60
+# What a team without a plan is reported to be on: no quotas, the default rate limit.
+DEFAULT_PLAN_NAME = "default"
 
 
 def key_cache_name(secret_hash: str) -> str:
@@ -18,6 +22,54 @@ def key_cache_name(secret_hash: str) -> str:
 
 def project_cache_name(project_id: str) -> str:
     return f"project:{project_id}"
+
+
+def plan_cache_name(team_id: str) -> str:
+    return f"plan:{team_id}"
+
+
+@dataclass(frozen=True)
+class PlanTerms:
+    """What a team's plan allows: monthly quotas per meter (None: unlimited) and the rate
+    limit of each of its keys (None: the API_RATE_LIMIT setting; 0: none)."""
+
+    name: str
+    quotas: tuple[tuple[str, int | None], ...]
+    rate_limit: int | None
+
+    def quota(self, meter: str) -> int | None:
+        return dict(self.quotas).get(meter)
+
+    @property
+    def limited(self) -> bool:
+        return any(value is not None for _, value in self.quotas)
+
+
+def plan_terms_get(*, team_id: str) -> PlanTerms:
+    """The terms a team is on, cached like keys (changes through the admin clear them)."""
+
+    def load() -> PlanTerms | None:
+        team = Team.objects.filter(id=team_id).select_related("plan").first()
+        plan = team.plan if team is not None else None
+        rate_limit = team.api_rate_limit if team is not None else None
+        if rate_limit is None and plan is not None:
+            rate_limit = plan.api_rate_limit
+        return PlanTerms(
+            name=plan.name if plan is not None else DEFAULT_PLAN_NAME,
+            quotas=tuple(
+                (meter, plan.quota(meter) if plan is not None else None) for meter in Meter.values
+            ),
+            rate_limit=rate_limit,
+        )
+
+    terms = cached(plan_cache_name(team_id), load, shared_seconds=PLAN_CACHE_SECONDS)
+    if terms is None:
+        return PlanTerms(
+            name=DEFAULT_PLAN_NAME,
+            quotas=tuple((meter, None) for meter in Meter.values),
+            rate_limit=None,
+        )
+    return terms
 
 
 def api_key_record_get(*, secret: str) -> KeyRecord | None:

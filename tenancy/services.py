@@ -11,8 +11,8 @@ from config import clock
 from config.models import model_update
 from tenancy.access import ALL_SCOPES, INTEGRATION_PREFIX, PERSONAL_PREFIX, hash_secret
 from tenancy.cache import forget, once_per
-from tenancy.models import ApiKey, KeyKind, Permission, Project, ProjectGrant, Team
-from tenancy.selectors import key_cache_name, project_cache_name
+from tenancy.models import ApiKey, KeyKind, Permission, Plan, Project, ProjectGrant, Team
+from tenancy.selectors import key_cache_name, plan_cache_name, project_cache_name
 
 VISIBLE_PREFIX_CHARS = 8
 
@@ -114,4 +114,24 @@ def team_set_rollout(*, team: Team, enabled: bool) -> Team:
     team.save(update_fields=["messaging_rollout", "updated_at"])
     for project in team.projects.all():
         _forget_now_and_on_commit(project)
+    return team
+
+
+def team_plan_forget(*, team: Team) -> None:
+    """Drops a team's cached plan terms (quotas, rate limit) now and after commit."""
+    name = plan_cache_name(str(team.id))
+    forget(name)
+    transaction.on_commit(lambda: forget(name))
+
+
+def plan_forget(*, plan: Plan) -> None:
+    """Drops the cached terms of every team on `plan` after it changed."""
+    for team in Team.objects.filter(plan=plan).only("id"):
+        team_plan_forget(team=team)
+
+
+def team_plan_set(*, team: Team, plan: Plan | None) -> Team:
+    """Puts a team on a plan (None: no quotas, the default rate limit)."""
+    if model_update(team, fields={"plan": plan}):
+        team_plan_forget(team=team)
     return team

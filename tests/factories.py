@@ -4,7 +4,7 @@ import factory
 from django.contrib.auth import get_user_model
 from factory.django import DjangoModelFactory
 
-from tenancy.models import Membership, Project, Role, Team
+from tenancy.models import Membership, Plan, Project, Role, Team
 
 
 class TeamFactory(DjangoModelFactory):
@@ -39,3 +39,10 @@ class MembershipFactory(DjangoModelFactory):
     team = factory.SubFactory(TeamFactory)
     user = factory.SubFactory(UserFactory)
     role = Role.MEMBER
+
+
+class PlanFactory(DjangoModelFactory):
+    class Meta:
+        model = Plan
+
+    name = factory.Sequence(lambda n: f"Plan {n}")

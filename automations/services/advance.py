@@ -39,6 +39,10 @@ class AdvanceWork(BatchWork[RunJob]):
     its own inside its savepoint."""
 
     def begin(self, items: list[RunJob]) -> None:
+        gathered: Writes | None = getattr(self, "writes", None)
+        if gathered is not None:
+            # The batch is redone run by run: what its first pass gathered is undone.
+            gathered.discard()
         ids = sorted(item.pk for item in items)
         self.runs: dict[uuid.UUID, AutomationRun] = {
             run.id: run
@@ -73,7 +77,17 @@ class AdvanceWork(BatchWork[RunJob]):
         self.writes: Writes | None = None
 
     def begin_together(self, items: list[RunJob]) -> None:
-        self.writes = new_writes()
+        self.writes = new_writes(likely=self.addresses)
+
+    def addresses(self) -> list[tuple[Project, list[str]]]:
+        """The batch's contacts' addresses by project: what its sends go to."""
+        by_project: dict[uuid.UUID, tuple[Project, list[str]]] = {}
+        for run in self.runs.values():
+            if run.contact is not None and run.contact.email:
+                by_project.setdefault(run.project_id, (run.project, []))[1].append(
+                    run.contact.email
+                )
+        return list(by_project.values())
 
     def run(self, item: RunJob) -> None:
         run = self.runs.get(item.pk)
@@ -81,8 +95,13 @@ class AdvanceWork(BatchWork[RunJob]):
             self.verdicts[item.pk] = Verdict("done")
             return
         engine = LiveEngine(run=run, history=self.histories[run.id], writes=self.writes)
-        verdict = engine.advance()
-        engine.save()
+        try:
+            verdict = engine.advance()
+            engine.save()
+        except Exception:
+            if self.writes is None:
+                engine.writes.discard()
+            raise
         self.verdicts[item.pk] = verdict
 
     def finish_together(self, items: list[RunJob]) -> None:

@@ -19,7 +19,7 @@ its job idle) at the step it would take until the automation is resumed.
 
 import copy
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,10 +52,12 @@ from messaging.selectors.templates import (
     template_version_current,
     template_version_published,
 )
-from messaging.services.emails import EmailRequest
+from messaging.services.emails import EmailRequest, Likely
 from messaging.services.rendering import SampleEvent, render_email, render_push, template_context
 from pushproviders.selectors import push_installation_list
 from pushproviders.services.sending import push_send
+from tenancy.models import Meter
+from tenancy.usage import usage_record
 
 # `RunStep.outcome` of sends that had nobody to send to: every recipient suppressed, or no
 # active device. The step is completed: the run goes on.
@@ -83,9 +85,9 @@ RUN_FIELDS = [
 ]
 
 
-def new_writes() -> Writes:
+def new_writes(*, likely: Callable[[], Likely] | None = None) -> Writes:
     """Writes for advances of this engine (a suppressed send marks its step so)."""
-    return Writes(suppressed_outcome=OUTCOME_SUPPRESSED)
+    return Writes(suppressed_outcome=OUTCOME_SUPPRESSED, likely=likely)
 
 
 @dataclass(frozen=True)
@@ -515,6 +517,8 @@ class LiveEngine(Engine):
         now = self.now()
         wait = self.open_wait(step, row, timeout_at=now + self.duration_of(step))
         self.writes.wait(wait)
+        # Metered after the step's transaction commits; test runs' simulated waits are not.
+        usage_record(project=self.run.project, meter=Meter.WAITS_CREATED)
         self.history.add_wait(wait)
         row.status = StepStatus.WAITING
         self._record(row)

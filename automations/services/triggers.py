@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,8 @@ from config.bulk import rows_insert
 from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from events.models import Event, EventSource
+from tenancy.models import Meter
+from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
@@ -271,7 +274,7 @@ def runs_planned(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...
             )
         run = AutomationRun(
             id=run_id,
-            project_id=event.project_id,
+            project=event.project,
             automation_id=trigger.automation_id,
             version_id=trigger.version_id,
             contact=contact,
@@ -310,14 +313,13 @@ def runs_start(*, starts: list[Start]) -> bool:
     if not started:
         return False
     now = clock.now()
-    rows_insert(
-        RunJob,
-        [
-            RunJob(run_id=run.id, next_attempt_at=now, created_at=now)
-            for run in runs
-            if run.id in started
-        ],
-    )
+    new = [run for run in runs if run.id in started]
+    rows_insert(RunJob, [RunJob(run_id=run.id, next_attempt_at=now, created_at=now) for run in new])
+    # Metered after the batch's processing commits (a retried attempt counts once).
+    by_project = Counter(run.project_id for run in new)
+    projects = {run.project_id: run.project for run in new}
+    for project_id, count in by_project.items():
+        usage_record(project=projects[project_id], meter=Meter.RUNS_STARTED, count=count)
     return True
 
 

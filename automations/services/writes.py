@@ -3,7 +3,7 @@
 An advance does not write its rows as it goes: its timeline rows, waits, the changes to
 rows it already had, the run itself and the emails its send steps make are gathered
 here and written by `flush`, a few statements whatever the number of runs: one insert of
-the emails and one of their deliveries (one look at the suppression list per project),
+the emails and one of their deliveries (the suppression list read once, at the first send),
 one insert of the waits and one of the timeline rows, one update each of the waits, the
 timeline rows and the runs changed. A worker flushes once for the batch it advances
 together, and per run when it works the batch run by run (automations/services/
@@ -15,12 +15,13 @@ visit) in that same transaction, so an advance that meets the key of a step anot
 delivery committed rolls back, emails included.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from automations.models import AutomationRun, RunStep, RunWait
 from config.bulk import rows_insert, rows_update
 from messaging.models import Email, EmailStatus
-from messaging.services.emails import EmailBatch
+from messaging.services.emails import EmailBatch, Likely
 
 # What changes on a step or a wait the run already had (resumed, failed).
 STEP_CHANGES = ["status", "completed_at", "outcome", "error"]
@@ -30,13 +31,18 @@ WAIT_CHANGES = ["status", "resolved_at"]
 class Writes:
     """The rows of one or more advances, not yet written."""
 
-    def __init__(self, *, suppressed_outcome: str) -> None:
+    def __init__(
+        self, *, suppressed_outcome: str, likely: Callable[[], Likely] | None = None
+    ) -> None:
         self.suppressed_outcome = suppressed_outcome
+        # The addresses the advances may send to (`EmailBatch`): read from the suppression
+        # list at the first send, in one query.
+        self.likely = likely
         self.run_fields: list[str] = []
         self._clear()
 
     def _clear(self) -> None:
-        self.emails = EmailBatch()
+        self.emails = EmailBatch(likely=self.likely)
         self.steps: list[RunStep] = []
         self.waits: list[RunWait] = []
         self.changed_steps: dict[Any, RunStep] = {}
@@ -69,6 +75,12 @@ class Writes:
         """The email of a send step (added to `emails`); a suppressed one marks the step."""
         row.email = email
         self.sent.append((row, email))
+
+    def discard(self) -> None:
+        """Forgets everything gathered (the advances were undone), giving back the email
+        quota their sends had counted."""
+        self.emails.release()
+        self._clear()
 
     def flush(self) -> None:
         """Writes everything gathered, in the caller's transaction, and starts afresh."""

@@ -1,7 +1,7 @@
 """Domain errors: every service raises one of these; the exception handler renders it."""
 
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -143,6 +143,15 @@ class RateLimited(ServiceError):
     code = "rate_limited"
     status = 429
     message = "Too many requests; slow down."
+
+    def __init__(
+        self, message: str | None = None, *, retry_after: int = 1, decision: Any = None, **kw: Any
+    ) -> None:
+        super().__init__(message, **kw)
+        # Seconds the client should wait (the Retry-After header).
+        self.retry_after = retry_after
+        # The limiter's decision, whose headers the answer carries.
+        self.decision = decision
 
 
 def or_404(found: T | None, message: str) -> T:

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from config.api.envelope import enveloped, error_body
-from config.api.errors import Issue, RequestTooLarge, ServiceError
+from config.api.errors import Issue, RateLimited, RequestTooLarge, ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +116,18 @@ def _body_for(exc: Exception) -> dict[str, Any] | None:
     return None
 
 
+def error_body_for(exc: Exception) -> dict[str, Any]:
+    """The error envelope an exception answers with, as the API views render it; anything
+    unexpected is a logged 500 `internal_error` with no detail."""
+    body = _body_for(exc)
+    if body is None:
+        logger.exception("Unhandled error", exc_info=exc)
+        body = error_body(
+            status=500, code="internal_error", message="Something went wrong on our side."
+        )
+    return body
+
+
 def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF's exception handler: every failure becomes an error envelope; nothing leaks."""
     body = _body_for(exc)
@@ -134,6 +146,8 @@ def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Respo
     wait = getattr(exc, "wait", None)
     if isinstance(exc, drf.Throttled) and wait:
         headers["Retry-After"] = str(int(wait))
+    if isinstance(exc, RateLimited):
+        headers["Retry-After"] = str(exc.retry_after)
     return enveloped(body, status=body["status"], headers=headers)
 
 

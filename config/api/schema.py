@@ -23,7 +23,16 @@ COMMON_ERRORS = {
     "404": "Not found (`not_found`).",
     "405": "Method not allowed (`method_not_allowed`).",
     "406": "`Accept` excludes JSON (`not_acceptable`).",
+    "429": "The key made more requests per second than its limit (`rate_limited`); wait "
+    "`Retry-After` seconds.",
     "500": "Unexpected failure (`internal_error`).",
+}
+
+# Headers on every answer to a known key (left out when its limit is off).
+RATE_LIMIT_HEADERS = {
+    "RateLimit-Limit": "Requests per second this key may make.",
+    "RateLimit-Remaining": "Requests left in the current one-second window.",
+    "RateLimit-Reset": "Seconds until the window has room again.",
 }
 # Only operations that take a body can meet these.
 BODY_ERRORS = {
@@ -64,7 +73,8 @@ class EnvelopeAutoSchema(AutoSchema):
 
     extra_error_codes: dict[str, str] = {
         "409": "Conflict (`conflict`, `idempotency_conflict`).",
-        "422": "Could not be processed (see `error.code`).",
+        "422": "Could not be processed (see `error.code`; `plan_limit_exceeded` when a "
+        "monthly quota of the team's plan is used up).",
     }
 
     def get_auth(self) -> list[dict[str, Any]]:
@@ -151,7 +161,25 @@ class EnvelopeAutoSchema(AutoSchema):
                 "description": description,
                 "content": {"application/json": {"schema": error_ref}},
             }
+        if authenticated:
+            for status, response in responses.items():
+                if status != "401":
+                    response.setdefault("headers", {}).update(_rate_limit_headers(status))
         return responses
+
+
+def _rate_limit_headers(status: str) -> dict[str, Any]:
+    headers: dict[str, Any] = {
+        name: {"description": description, "schema": {"type": "integer", "minimum": 0}}
+        for name, description in RATE_LIMIT_HEADERS.items()
+    }
+    if status == "429":
+        headers["Retry-After"] = {
+            "description": "Seconds to wait before the next request.",
+            "required": True,
+            "schema": {"type": "integer", "minimum": 0},
+        }
+    return headers
 
 
 class StrictBodyExtension(OpenApiSerializerExtension):

@@ -27,7 +27,8 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin with the staff console as its site (config/console.py).
+    "config.adminapp.ConsoleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -47,10 +48,14 @@ INSTALLED_APPS = [
     "messaging",
     "pushproviders",
     "automations",
+    "imports",
+    "agent",
 ]
 
 MIDDLEWARE = [
-    # Outermost: every error answer, even one made by the middleware below, is the envelope.
+    # The request id (logs, tasks, X-Request-Id) and the request metrics, around everything.
+    "config.api.middleware.RequestContextMiddleware",
+    # Every error answer, even one made by the middleware below, is the envelope.
     "config.api.middleware.ErrorEnvelopeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -156,7 +161,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Contacts, events, automations, templates and sends. Every response is a JSON "
         "envelope: `{status, data}` on success (lists add `metadata`), "
-        "`{status, error}` on failure."
+        "`{status, error}` on failure. Agents reach the same operations as MCP tools at "
+        "`POST /mcp` (Streamable HTTP, JSON-RPC 2.0, personal keys only), which this "
+        "document leaves out: its tools and their input schemas are listed by `tools/list`."
     ),
     "VERSION": "0.3.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -191,6 +198,10 @@ SPECTACULAR_SETTINGS = {
         "ExecutionModeEnum": "automations.models.ExecutionMode",
         "TerminalReasonEnum": "automations.models.TerminalReason",
         "ResolvedIdentityTypeEnum": "automations.models.IdentityType",
+        "ImportStatusEnum": "imports.models.ImportStatus",
+        "ImportSourceEnum": "imports.models.ImportSource",
+        "ImportRowStatusEnum": "imports.models.RowStatus",
+        "ImportRowErrorEnum": "imports.models.RowError",
     },
 }
 
@@ -270,6 +281,13 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rs
 # Deliveries one worker claims and sends over one connection, and the lease on them.
 EMAIL_CLAIM_BATCH_SIZE = env.int("EMAIL_CLAIM_BATCH_SIZE", default=50)
 EMAIL_LEASE_SECONDS = env.float("EMAIL_LEASE_SECONDS", default=120.0)
+# Contact imports (docs/API.md, Imports): the largest CSV upload (a larger one is 413
+# before it is read) and row count, the rows planned and committed per chunk, and how
+# long a commit worker's claim on a chunk holds.
+IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=256 * 1024 * 1024)
+IMPORT_MAX_ROWS = env.int("IMPORT_MAX_ROWS", default=2_000_000)
+IMPORT_CHUNK_ROWS = env.int("IMPORT_CHUNK_ROWS", default=5000)
+IMPORT_LEASE_SECONDS = env.float("IMPORT_LEASE_SECONDS", default=300.0)
 # Push: URLs fetched on a user's behalf (subscription endpoints, a service account's
 # token_uri) must be https to public addresses (config/netguard.py); on, this also lets
 # http and loopback through, for tests against local stand-ins only.
@@ -293,19 +311,42 @@ PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
 # on them (automations/conf.py has the rest of the engine's tunables).
 AUTOMATIONS_CLAIM_BATCH = env.int("AUTOMATIONS_CLAIM_BATCH", default=250)
 AUTOMATIONS_LEASE_SECONDS = env.float("AUTOMATIONS_LEASE_SECONDS", default=60.0)
+# Campaigns: recipients per fan-out batch (one job of the work queue, one transaction),
+# batches one worker claims at a time, and the lease on them.
+CAMPAIGN_FANOUT_BATCH_SIZE = env.int("CAMPAIGN_FANOUT_BATCH_SIZE", default=1000)
+CAMPAIGN_FANOUT_CLAIM_BATCH_SIZE = env.int("CAMPAIGN_FANOUT_CLAIM_BATCH_SIZE", default=1)
+CAMPAIGN_FANOUT_LEASE_SECONDS = env.float("CAMPAIGN_FANOUT_LEASE_SECONDS", default=300.0)
+# Requests per second each API key may make (docs/API.md, Rate limits); a team or its plan
+# may set its own. 0 turns the limit off.
+API_RATE_LIMIT = env.int("API_RATE_LIMIT", default=1000)
+# Usage metering and plan quotas (docs/API.md, Usage); off, nothing is counted and no
+# quota is checked.
+USAGE_METERING = env.bool("USAGE_METERING", default=True)
+# Seconds a process keeps usage counts before adding them to the shared counters.
+USAGE_FLUSH_SECONDS = env.float("USAGE_FLUSH_SECONDS", default=1.0)
+# The bearer token of GET /metrics (Prometheus); empty: the endpoint answers 404.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# `json`: one JSON object per log line, with the request id; `plain`: human-readable.
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
 
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "config.logs.JsonFormatter"},
+    },
     # Database errors quote rows (emails, field values); logs keep only what names the
-    # failure. Every handler carries the filter.
-    "filters": {"redact_database": {"()": "config.diagnostics.DatabaseErrorRedactor"}},
+    # failure. Every handler carries the filter, and the request id's.
+    "filters": {
+        "redact_database": {"()": "config.diagnostics.DatabaseErrorRedactor"},
+        "request_id": {"()": "config.logs.RequestIdFilter"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["redact_database"],
+            "formatter": "json" if LOG_FORMAT == "json" else "plain",
+            "filters": ["redact_database", "request_id"],
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
@@ -321,5 +362,8 @@ LOGGING: dict[str, Any] = {
         "httpcore": {"level": "WARNING"},
         "hpack": {"level": "WARNING"},
         "h2": {"level": "WARNING"},
+        # The MCP SDK logs the start and stop of the session manager that serves each
+        # stateless request (agent/server.py) at INFO: two lines per tool call.
+        "mcp": {"level": "WARNING"},
     },
 }

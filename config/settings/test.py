@@ -36,4 +36,9 @@ LOGGING["root"]["level"] = "WARNING"
 # In-process drains in tests need not wait for web processes' wake-up debounce; the one
 # test of that wait sets it itself.
 EVENTS_WAKE_SETTLE_SECONDS = 0
+# Tests freeze the clock, so every request of a test falls in one second of the rate
+# limiter's window; the tests of the limiter set their own limits.
+API_RATE_LIMIT = 100_000
+# Counts reach Redis when a test flushes them (usage_flush), not on a timer.
+USAGE_FLUSH_SECONDS = 3600.0
 AUTOMATIONS_WAKE_SETTLE_SECONDS = 0

@@ -55,3 +55,12 @@ def lease_index(name: str) -> models.Index:
         condition=models.Q(status=WorkStatus.PROCESSING.value),
         name=name,
     )
+
+
+def dead_letter_index(name: str) -> models.Index:
+    """Serves the dead-letter list and its count (the staff dashboard, metrics)."""
+    return models.Index(
+        fields=["next_attempt_at"],
+        condition=models.Q(status=WorkStatus.DEAD_LETTERED.value),
+        name=name,
+    )

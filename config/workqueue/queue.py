@@ -26,6 +26,7 @@ from config.workqueue import wake as wakeup
 from config.workqueue.errors import WorkerLost, WorkError
 from config.workqueue.models import DUE_STATUSES, WorkItem, WorkStatus
 from config.workqueue.policy import RetryPolicy
+from config.workqueue.registry import register_queue, work_outcomes_count
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +131,15 @@ class WorkQueue(Generic[T]):
     # rows its items load with them, once per batch.
     order_by: tuple[str, ...] = ("next_attempt_at",)
     prefetch_related: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Every queue is known to the metrics and the staff dashboard (registry.py).
+        register_queue(self)
+
+    @property
+    def label(self) -> str:
+        """The queue's name in metrics and the console: its model's label."""
+        return str(self.model._meta.label)
 
     @property
     def _rows(self) -> models.Manager[T]:
@@ -279,6 +289,7 @@ class WorkQueue(Generic[T]):
         """
         if outcome is None:
             outcome = BatchOutcome(claimed=len(items))
+        failed_before, dead_before = outcome.failed, outcome.dead_lettered
         with transaction.atomic():
             # Locked by key alone and checked here: a filter on status would let the
             # planner pick the partial lease index, which a busy queue fills with dead
@@ -310,6 +321,12 @@ class WorkQueue(Generic[T]):
                 work.finish(done)
                 self._record_done(token=token, items=done, values=work.done_values(done))
         outcome.processed.extend(item.pk for item in done)
+        work_outcomes_count(
+            self.label,
+            done=len(done),
+            retried=outcome.failed - failed_before,
+            dead_lettered=outcome.dead_lettered - dead_before,
+        )
         if outcome.next_retry_at is not None:
             self.wake_later(countdown=(outcome.next_retry_at - clock.now()).total_seconds())
         return outcome

@@ -22,6 +22,7 @@ from typing import Any
 from django.core.cache import cache
 
 from config.celery import app
+from config.requestcontext import current_request_id, request_id_bound
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class _Waker:
         self._lock = threading.Lock()
         self._done = threading.Condition(self._lock)
         self._signal = threading.Event()
-        self._wanted: dict[str, tuple[str, float]] = {}
+        self._wanted: dict[str, tuple[str, float, str | None]] = {}
         self._submitted = 0
         self._handled = 0
         self._connect = False
@@ -59,7 +60,9 @@ class _Waker:
 
     def submit(self, *, task: str, key: str, debounce_seconds: float) -> None:
         with self._lock:
-            self._wanted[key] = (task, debounce_seconds)
+            # The wake-up goes out on another thread: it carries the request id of the
+            # latest request that asked for it.
+            self._wanted[key] = (task, debounce_seconds, current_request_id())
             self._submitted += 1
             self._start()
         self._signal.set()
@@ -94,9 +97,10 @@ class _Waker:
                     _connection().default_channel  # noqa: B018 (connecting is the point)
                 except Exception:
                     logger.warning("The broker is unreachable; wake-ups wait for it", exc_info=True)
-            for key, (task, debounce_seconds) in wanted.items():
+            for key, (task, debounce_seconds, request_id) in wanted.items():
                 try:
-                    _wake_now(task=task, key=key, debounce_seconds=debounce_seconds)
+                    with request_id_bound(request_id):
+                        _wake_now(task=task, key=key, debounce_seconds=debounce_seconds)
                 except Exception:
                     logger.exception("Wake-up of %s failed", task)
             with self._lock:

@@ -1,19 +1,24 @@
 """Writes of audiences, their properties and memberships."""
 
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked
+from config.db import binary_cursor
 from config.models import model_update
+from config.outbox import SystemEvent, system_events_emit
 from contacts.audiences.errors import NameTaken, PropertyKeyTaken
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
+from contacts.audiences.selectors import audiences_by_names
 from contacts.audiences.values import property_values_checked
 from contacts.models import Contact
 from contacts.normalization import merge_fields
-from contacts.services import contact_event_emit, contact_find_for_update
+from contacts.services import contact_event_emit, contact_find_for_update, contacts_lock_active
 from tenancy.models import Project
 
 
@@ -193,3 +198,90 @@ def memberships_remove_for_contact(*, contact: Contact) -> int:
     react to a contact that no longer exists. Returns how many memberships went."""
     deleted, _ = AudienceMembership.objects.filter(contact=contact).delete()
     return deleted
+
+
+def audiences_ensure(*, project: Project, names: Collection[str]) -> dict[str, Audience]:
+    """The project's audiences for `names` (any case), creating the missing ones in one
+    statement (a name another writer creates meanwhile is simply found); keyed by
+    lower-cased name."""
+    wanted: dict[str, str] = {}
+    for name in names:
+        wanted.setdefault(name.lower(), name)
+    if not wanted:
+        return {}
+    found = audiences_by_names(project=project, names=list(wanted))
+    missing = [name for key, name in wanted.items() if key not in found]
+    if not missing:
+        return found
+    now = clock.now()
+    # The unique index on the lower-cased name settles a race: the loser inserts nothing.
+    Audience.objects.bulk_create(
+        [Audience(project=project, name=name, created_at=now, updated_at=now) for name in missing],
+        ignore_conflicts=True,
+    )
+    return audiences_by_names(project=project, names=list(wanted))
+
+
+_ADD_MEMBERS_SQL = """
+INSERT INTO {table} (id, audience_id, contact_id, properties, created_at, updated_at)
+SELECT gen_random_uuid(), u.audience_id, u.contact_id, '{{}}'::jsonb, %(now)s, %(now)s
+FROM unnest(%(audiences)b::uuid[], %(contacts)b::uuid[]) AS u(audience_id, contact_id)
+ON CONFLICT (audience_id, contact_id) DO NOTHING
+RETURNING audience_id, contact_id
+"""
+
+
+def memberships_add_many(
+    *,
+    project: Project,
+    pairs: Collection[tuple[Audience, uuid.UUID]],
+    emit: bool = True,
+) -> set[tuple[uuid.UUID, uuid.UUID]]:
+    """Puts contacts into audiences in one statement (PostgreSQL), without properties;
+    pairs that are memberships already stay as they are. Returns the `(audience_id,
+    contact_id)` pairs it created; with `emit`, each records `sendrealm.audience.entered`.
+
+    The contacts are locked first and deleted ones left out, as `membership_add` does."""
+    if not pairs:
+        return set()
+    identities = contacts_lock_active(
+        project=project, contact_ids={contact_id for _, contact_id in pairs}
+    )
+    audiences = {audience.id: audience for audience, _ in pairs}
+    live = sorted(
+        (audience.id, contact_id) for audience, contact_id in pairs if contact_id in identities
+    )
+    if not live:
+        return set()
+    with binary_cursor() as cursor:
+        cursor.execute(
+            _ADD_MEMBERS_SQL.format(table=AudienceMembership._meta.db_table),
+            {
+                "now": clock.now(),
+                "audiences": [audience_id for audience_id, _ in live],
+                "contacts": [contact_id for _, contact_id in live],
+            },
+        )
+        created = {(audience_id, contact_id) for audience_id, contact_id in cursor.fetchall()}
+    if emit:
+        for audience_id, audience in audiences.items():
+            system_events_emit(
+                project=project,
+                name="audience.entered",
+                events=[
+                    SystemEvent(
+                        payload={
+                            "audience_id": str(audience_id),
+                            "audience_name": audience.name,
+                            "contact_id": str(contact_id),
+                            "properties": {},
+                        },
+                        contact_id=contact_id,
+                        email=identities[contact_id][0],
+                        external_id=identities[contact_id][1],
+                    )
+                    for pair_audience, contact_id in live
+                    if pair_audience == audience_id and (audience_id, contact_id) in created
+                ],
+            )
+    return created

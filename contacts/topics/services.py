@@ -1,15 +1,17 @@
 """Writes of topics and subscriptions."""
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
+from config.db import binary_cursor
 from config.models import model_update
-from contacts.services import contact_event_emit, contact_get_for_update
+from config.outbox import SystemEvent, system_events_emit
+from contacts.services import contact_event_emit, contact_get_for_update, contacts_lock_active
 from contacts.topics.errors import TopicNameTaken
 from contacts.topics.models import Subscription, SubscriptionSource, SubscriptionStatus, Topic
 from contacts.topics.selectors import TopicStatus
@@ -133,3 +135,74 @@ def subscriptions_set(
                 )
             results.append(TopicStatus.of(topic, contact.id, sub))
         return results
+
+
+_SUBSCRIBE_SQL = """
+INSERT INTO {table} (id, topic_id, contact_id, status, source, changed_at, created_at, updated_at)
+SELECT gen_random_uuid(), u.topic_id, u.contact_id, %(status)s, %(source)s, %(now)s, %(now)s,
+       %(now)s
+FROM unnest(%(topics)b::uuid[], %(contacts)b::uuid[]) AS u(topic_id, contact_id)
+ON CONFLICT (topic_id, contact_id) DO NOTHING
+RETURNING topic_id, contact_id
+"""
+
+
+def subscriptions_subscribe_many(
+    *,
+    project: Project,
+    pairs: Collection[tuple[Topic, uuid.UUID]],
+    source: str = SubscriptionSource.IMPORT,
+    emit: bool = True,
+) -> set[tuple[uuid.UUID, uuid.UUID]]:
+    """Records `subscribed` for contacts without a choice for the topic, in one statement
+    (PostgreSQL). A contact's existing choice, `unsubscribed` included, is kept: a bulk
+    writer never overrides consent. Returns the `(topic_id, contact_id)` pairs it
+    recorded; with `emit`, those whose effective status changed (the topic's default is
+    `unsubscribed`) record `sendrealm.topic.subscribed`.
+
+    The contacts are locked first and deleted ones left out, as `subscriptions_set` does."""
+    if not pairs:
+        return set()
+    identities = contacts_lock_active(
+        project=project, contact_ids={contact_id for _, contact_id in pairs}
+    )
+    topics = {topic.id: topic for topic, _ in pairs}
+    live = sorted((topic.id, contact_id) for topic, contact_id in pairs if contact_id in identities)
+    if not live:
+        return set()
+    with binary_cursor() as cursor:
+        cursor.execute(
+            _SUBSCRIBE_SQL.format(table=Subscription._meta.db_table),
+            {
+                "status": SubscriptionStatus.SUBSCRIBED,
+                "source": source,
+                "now": clock.now(),
+                "topics": [topic_id for topic_id, _ in live],
+                "contacts": [contact_id for _, contact_id in live],
+            },
+        )
+        created = {(topic_id, contact_id) for topic_id, contact_id in cursor.fetchall()}
+    if emit:
+        for topic_id, topic in topics.items():
+            if topic.default_status == SubscriptionStatus.SUBSCRIBED:
+                continue  # Already subscribed by default: nothing changed.
+            system_events_emit(
+                project=project,
+                name="topic.subscribed",
+                events=[
+                    SystemEvent(
+                        payload={
+                            "topic_id": str(topic_id),
+                            "topic_name": topic.name,
+                            "contact_id": str(contact_id),
+                            "source": source,
+                        },
+                        contact_id=contact_id,
+                        email=identities[contact_id][0],
+                        external_id=identities[contact_id][1],
+                    )
+                    for pair_topic, contact_id in live
+                    if pair_topic == topic_id and (topic_id, contact_id) in created
+                ],
+            )
+    return created

@@ -1,6 +1,10 @@
-from django.urls import path, register_converter
+from collections.abc import Mapping
+
+from django.urls import URLPattern, path, register_converter
 
 from messaging.api.converters import EmailConverter
+from messaging.api.views import campaigns
+from messaging.api.views.campaigns import CampaignView
 from messaging.api.views.domains import DomainDetailView, DomainListView, DomainVerifyView
 from messaging.api.views.emails import EmailDetailView, EmailListView, TemplateTestView
 from messaging.api.views.suppressions import SuppressionDetailView, SuppressionListView
@@ -15,6 +19,56 @@ from messaging.api.views.templates import (
 )
 
 register_converter(EmailConverter, "email")
+
+
+def _campaign_routes(
+    prefix: str, name: str, views: Mapping[str, type[CampaignView]]
+) -> list[URLPattern]:
+    """One channel's campaign paths (`/campaigns` or `/push-campaigns`)."""
+    one = f"{prefix}/<uuid:campaign_id>"
+    send = {"action": "send"}
+    return [
+        path(prefix, views["list"].as_view(), name=f"{name}-list"),
+        path(one, views["detail"].as_view(), name=f"{name}-detail"),
+        path(f"{one}/actions/submit", views["submit"].as_view(), name=f"{name}-submit"),
+        path(f"{one}/actions/withdraw", views["withdraw"].as_view(), name=f"{name}-withdraw"),
+        path(f"{one}/actions/cancel", views["cancel"].as_view(), name=f"{name}-cancel"),
+        path(f"{one}/actions/send", views["send"].as_view(), name=f"{name}-send"),
+        path(
+            f"{one}/actions/send/prepare",
+            views["prepare"].as_view(),
+            send,
+            name=f"{name}-send-prepare",
+        ),
+        path(
+            f"{one}/actions/send/execute",
+            views["execute"].as_view(),
+            send,
+            name=f"{name}-send-execute",
+        ),
+    ]
+
+
+CAMPAIGN_VIEWS: dict[str, type[CampaignView]] = {
+    "list": campaigns.CampaignListView,
+    "detail": campaigns.CampaignDetailView,
+    "submit": campaigns.CampaignSubmitView,
+    "withdraw": campaigns.CampaignWithdrawView,
+    "cancel": campaigns.CampaignCancelView,
+    "send": campaigns.CampaignSendView,
+    "prepare": campaigns.CampaignSendPrepareView,
+    "execute": campaigns.CampaignSendExecuteView,
+}
+PUSH_CAMPAIGN_VIEWS: dict[str, type[CampaignView]] = {
+    "list": campaigns.PushCampaignListView,
+    "detail": campaigns.PushCampaignDetailView,
+    "submit": campaigns.PushCampaignSubmitView,
+    "withdraw": campaigns.PushCampaignWithdrawView,
+    "cancel": campaigns.PushCampaignCancelView,
+    "send": campaigns.PushCampaignSendView,
+    "prepare": campaigns.PushCampaignSendPrepareView,
+    "execute": campaigns.PushCampaignSendExecuteView,
+}
 
 urlpatterns = [
     path("templates", TemplateListView.as_view(), name="template-list"),
@@ -52,4 +106,6 @@ urlpatterns = [
     path("domains", DomainListView.as_view(), name="domain-list"),
     path("domains/<uuid:domain_id>", DomainDetailView.as_view(), name="domain-detail"),
     path("domains/<uuid:domain_id>/verify", DomainVerifyView.as_view(), name="domain-verify"),
+    *_campaign_routes("campaigns", "campaign", CAMPAIGN_VIEWS),
+    *_campaign_routes("push-campaigns", "push-campaign", PUSH_CAMPAIGN_VIEWS),
 ]

@@ -1,5 +1,15 @@
 """The messaging family's models, one module per sub-domain."""
 
+from messaging.models.campaigns import (
+    CANCELABLE_STATUSES,
+    Campaign,
+    CampaignAwaitingReview,
+    CampaignFanout,
+    CampaignRecipient,
+    CampaignStatus,
+    RecipientStatus,
+    SkipReason,
+)
 from messaging.models.domains import Domain, DomainRecord, DomainStatus, RecordPurpose
 from messaging.models.emails import (
     CapturedMessage,
@@ -13,6 +23,12 @@ from messaging.models.suppressions import Suppression, SuppressionReason
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion, VersionState
 
 __all__ = [
+    "CANCELABLE_STATUSES",
+    "Campaign",
+    "CampaignAwaitingReview",
+    "CampaignFanout",
+    "CampaignRecipient",
+    "CampaignStatus",
     "CapturedMessage",
     "Channel",
     "DeadLetteredEmailDelivery",
@@ -24,7 +40,9 @@ __all__ = [
     "EmailStatus",
     "EspEventReceipt",
     "MessageTemplate",
+    "RecipientStatus",
     "RecordPurpose",
+    "SkipReason",
     "Suppression",
     "SuppressionReason",
     "TemplateVersion",

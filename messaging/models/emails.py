@@ -7,7 +7,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from config import clock
-from config.workqueue.models import WorkItem, due_index, lease_index
+from config.workqueue.models import WorkItem, dead_letter_index, due_index, lease_index
 from messaging.models.templates import MessageTemplate, TemplateVersion
 from tenancy.models import Project
 
@@ -57,6 +57,15 @@ class Email(models.Model):
     # takes the contact off this topic; without one the address is suppressed instead.
     topic = models.ForeignKey(
         "topics.Topic", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+    )
+    # The campaign that made it (its fan-out); a canceled campaign's queued emails are
+    # not sent.
+    campaign = models.ForeignKey(
+        "messaging.Campaign",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="emails",
     )
 
     # --- Lifecycle. Delivery sets `sent`/`failed`; ESP webhooks set `delivered`,
@@ -108,6 +117,13 @@ class Email(models.Model):
             ),
             # Serves bounces and replies that quote our Message-ID.
             models.Index(fields=["message_id"], name="email_message_id_idx"),
+            # Serves a campaign's stats (counts by status) and the check that none of its
+            # emails is still queued.
+            models.Index(
+                fields=["campaign", "status"],
+                condition=models.Q(campaign__isnull=False),
+                name="email_campaign_status_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -129,6 +145,7 @@ class EmailDelivery(WorkItem):
             # Serve the workers' claim: due deliveries, and expired leases of dead workers.
             due_index("emaildelivery_due_idx"),
             lease_index("emaildelivery_lease_idx"),
+            dead_letter_index("emaildelivery_dead_idx"),
         ]
 
     def __str__(self) -> str:

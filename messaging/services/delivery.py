@@ -30,10 +30,14 @@ from config.workqueue.errors import WorkError
 from config.workqueue.policy import RetryPolicy, retry_policy_for
 from config.workqueue.queue import BatchWork, WorkQueue
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
+from messaging.selectors.campaigns import campaigns_canceled_among
+from messaging.services.campaign_progress import campaigns_finish
 from messaging.services.domains import DkimKey, domain_dkim_key_for
 from messaging.services.htmltools import LenientHTMLParser
 from messaging.services.tokens import unsubscribe_token
 from messaging.services.tracking import Tracking, html_tracked
+from tenancy.models import Meter
+from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
@@ -327,6 +331,8 @@ def _mark_sent(email: Email, sent: Sent) -> None:
     )
     if updated:
         email.status, email.sent_at = EmailStatus.SENT, sent_at
+        # Metered once the server took it, and once only (the update is conditional).
+        usage_record(project=email.project, meter=Meter.EMAILS_SENT)
 
 
 class _Accepted(BatchWork[EmailDelivery]):
@@ -384,6 +390,22 @@ class _Failures(BatchWork[EmailDelivery]):
         Email.objects.filter(pk=item.email_id, status=EmailStatus.QUEUED).update(**changes)
 
 
+CAMPAIGN_CANCELED = "Not sent: the campaign was canceled before this email left the queue."
+
+
+class _NotSent(BatchWork[EmailDelivery]):
+    """Emails that must not go out (their campaign was canceled): `failed` with the
+    reason, their deliveries done."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def run(self, item: EmailDelivery) -> None:
+        Email.objects.filter(pk=item.email_id, status=EmailStatus.QUEUED).update(
+            status=EmailStatus.FAILED, last_error=self.reason
+        )
+
+
 def emails_deliver_batch() -> int:
     """Claims a batch (that commits), sends it over one connection with no transaction
     open, and returns how many deliveries it claimed.
@@ -394,9 +416,23 @@ def emails_deliver_batch() -> int:
     not sent again. The rows are then marked done, with the `mail.send` events, in one
     transaction for the batch, and failures are recorded together: if the worker dies
     first, the next claim finishes the sent ones and tries the failed ones again."""
-    token, items = EMAIL_QUEUE.claim()
-    if not items:
+    token, claimed = EMAIL_QUEUE.claim()
+    if not claimed:
         return 0
+    # One look per batch at the campaigns of its emails: no email of a canceled campaign
+    # starts after the cancel is seen.
+    campaign_ids = {item.email.campaign_id for item in claimed} - {None}
+    canceled = campaigns_canceled_among(campaign_ids=campaign_ids)
+    # An email already sent (by a worker that stopped before recording it) is recorded
+    # whatever became of its campaign.
+    held_back = [
+        item
+        for item in claimed
+        if item.email.campaign_id in canceled and item.email.sent_at is None
+    ]
+    items = [item for item in claimed if item not in held_back]
+    if held_back:
+        EMAIL_QUEUE.run(token=token, items=held_back, work=_NotSent(CAMPAIGN_CANCELED))
     max_attempts = email_retry_policy().max_attempts
     accepted: list[EmailDelivery] = []
     failed: dict[Any, WorkError] = {}
@@ -428,7 +464,9 @@ def emails_deliver_batch() -> int:
             items=[item for item in items if item.pk in failed],
             work=_Failures(failed),
         )
-    return len(items)
+    if campaign_ids:
+        campaigns_finish(campaign_ids=campaign_ids)
+    return len(claimed)
 
 
 def emails_deliver_due(*, budget_seconds: float) -> tuple[int, bool]:

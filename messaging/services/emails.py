@@ -6,7 +6,7 @@ import functools
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import make_msgid, parseaddr
 from typing import Any
@@ -31,7 +31,8 @@ from messaging.selectors.templates import (
 )
 from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.rendering import EventLike, render_email, template_context
-from tenancy.models import Project
+from tenancy.models import Meter, Project
+from tenancy.usage import Reservation, usage_reserve
 
 IDEMPOTENCY_WINDOW = dt.timedelta(hours=24)
 MAX_RECIPIENTS = 50
@@ -183,6 +184,8 @@ class Prepared:
     fields: dict[str, Any]
 
 
+# The addresses a batch expects to send to, by project (`EmailBatch.expect`).
+Likely = Iterable[tuple[Project, Iterable[str]]]
 # A template and its published version, by (project, template): what a batch of sends
 # reads once however many of its emails use it.
 Templates = dict[tuple[Any, uuid.UUID], tuple[MessageTemplate, TemplateVersion]]
@@ -319,8 +322,13 @@ def email_send(
                 idempotency_key=None
             )
     prepared = _prepare(project=project, request=request)
+    # A send the API accepts counts against the monthly email quota once; one to
+    # suppressed addresses only is not sent at all.
+    queued = prepared.fields["status"] == EmailStatus.QUEUED
     try:
-        return _store(prepared, idempotency_key=idempotency_key, fingerprint=fingerprint), True
+        with usage_reserve(project=project, meter=Meter.EMAILS_SENT, count=int(queued)):
+            email = _store(prepared, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        return email, True
     except IntegrityError:
         if idempotency_key is None:
             raise
@@ -332,57 +340,89 @@ def email_send(
 
 
 class EmailBatch:
-    """Emails made together, as a worker advancing many runs makes them: each is checked
-    and rendered when it is added (raising what `email_send` raises, so the caller can
-    tell which one failed; every template is read once per batch), and all are stored by
-    `store`: one query of the suppression list per project, one insert of the emails and
-    one of their delivery jobs, whatever their number. No idempotency keys: callers
-    deduplicate by their own unique keys, in the same transaction."""
+    """Emails made together, as a worker advancing many runs makes them: each is checked,
+    rendered, addressed and counted against the monthly email quota when it is added, as
+    `email_send` does (raising its errors, PlanLimitExceeded included, so the caller can
+    tell which one failed), and all are stored by `store`: one insert of the emails and
+    one of their delivery jobs, whatever their number. Each template is read once per
+    batch, and the suppression list once for the addresses `expect` names (an address
+    it did not name costs a query when added). No idempotency keys: callers deduplicate
+    by their own unique keys, in the same transaction."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, likely: Callable[[], Likely] | None = None) -> None:
+        # Called at the first `add` (and passed to `expect`): the addresses the caller
+        # expects to send to, which a batch that sends nothing never reads.
+        self._likely = likely
         self._templates: Templates = {}
+        self._suppressed: dict[tuple[Any, str], bool] = {}
         self._pending: list[Email] = []
+        self._reservations: list[Reservation] = []
 
     def __len__(self) -> int:
         return len(self._pending)
 
+    def expect(self, *, project: Project, addresses: Iterable[str]) -> None:
+        """Reads the suppression list for addresses the batch is likely to send to, in
+        one query."""
+        wanted = {bare_address(address) for address in addresses}
+        wanted = {address for address in wanted if (project.pk, address) not in self._suppressed}
+        if not wanted:
+            return
+        found = suppressed_among(project=project, emails=wanted)
+        for address in wanted:
+            self._suppressed[(project.pk, address)] = address in found
+
     def add(self, *, project: Project, request: EmailRequest, contact: Any = _LOOK_UP) -> Email:
-        """The email of `request`, not yet stored (its id is final; `store` settles its
-        recipients and status). `contact`: the request's contact, when the caller has it
-        loaded; else it is read by `request.contact_id`."""
+        """The email of `request`, not yet stored (its id is final). `contact`: the
+        request's contact, when the caller has it loaded; else it is read by
+        `request.contact_id`."""
+        if self._likely is not None:
+            likely, self._likely = self._likely, None
+            for each_project, addresses in likely():
+                self.expect(project=each_project, addresses=addresses)
         fields = _rendered(
             project=project, request=request, contact=contact, templates=self._templates
         )
-        email = Email(**fields, recipients=list(fields["to"]), request_fingerprint="")
+        to = fields["to"]
+        self.expect(project=project, addresses=to)
+        suppressed = {
+            address
+            for address in (bare_address(each) for each in to)
+            if self._suppressed[(project.pk, address)]
+        }
+        email = Email(**fields, **_addressed(to, suppressed), request_fingerprint="")
+        # Counted once accepted; one to suppressed addresses only is not sent at all.
+        queued = email.status == EmailStatus.QUEUED
+        self._reservations.append(
+            usage_reserve(project=project, meter=Meter.EMAILS_SENT, count=int(queued))
+        )
         self._pending.append(email)
         return email
 
-    def discard(self, emails: Sequence[Email]) -> None:
-        """Forgets emails added but no longer wanted (their sender's work was undone)."""
-        gone = {email.pk for email in emails}
-        self._pending = [email for email in self._pending if email.pk not in gone]
+    def release(self) -> None:
+        """Forgets what was added and not stored, giving its quota back."""
+        for reservation in self._reservations:
+            reservation.release()
+        self._reservations, self._pending = [], []
 
     def store(self) -> list[Email]:
         """Stores what was added, in the caller's transaction, and wakes delivery after it
-        commits; returns the emails, each with its final status."""
+        commits; returns the emails."""
         emails, self._pending = self._pending, []
+        reservations, self._reservations = self._reservations, []
         if not emails:
             return []
-        by_project: dict[Any, list[Email]] = {}
-        for email in emails:
-            by_project.setdefault(email.project_id, []).append(email)
-        for group in by_project.values():
-            suppressed = suppressed_among(
-                project=group[0].project,
-                emails={bare_address(address) for email in group for address in email.to},
-            )
-            for email in group:
-                for name, value in _addressed(list(email.to), suppressed).items():
-                    setattr(email, name, value)
         now = clock.now()
         for email in emails:
             email.created_at = now
-        rows_insert(Email, emails)
+        try:
+            rows_insert(Email, emails)
+        except Exception:
+            for reservation in reservations:
+                reservation.release()
+            raise
+        for reservation in reservations:
+            reservation.settle()
         queued = [email for email in emails if email.status == EmailStatus.QUEUED]
         if queued:
             rows_insert(
@@ -398,19 +438,30 @@ class EmailBatch:
 
 def email_send_many(*, project: Project, requests: Sequence[EmailRequest]) -> list[Email]:
     """Stores one email per request and queues their delivery, in bulk (`EmailBatch`; the
-    requests' contacts read in one query); the first invalid request raises and nothing is
-    stored."""
+    requests' contacts and the suppression list read in one query each); the first
+    invalid request raises and nothing is stored."""
     wanted = {request.contact_id for request in requests if request.contact_id is not None}
     contacts = contact_list(project=project).in_bulk(wanted) if wanted else {}
     batch = EmailBatch()
-    for request in requests:
-        if request.contact_id is None:
-            batch.add(project=project, request=request, contact=None)
-            continue
-        contact = contacts.get(request.contact_id)
-        if contact is None:
-            raise ValidationFailed.at("contact_id", "No such contact.", code="not_found")
-        batch.add(project=project, request=request, contact=contact)
+    batch.expect(
+        project=project,
+        addresses=[
+            *(address for request in requests for address in request.to),
+            *(contact.email for contact in contacts.values() if contact.email),
+        ],
+    )
+    try:
+        for request in requests:
+            if request.contact_id is None:
+                batch.add(project=project, request=request, contact=None)
+                continue
+            contact = contacts.get(request.contact_id)
+            if contact is None:
+                raise ValidationFailed.at("contact_id", "No such contact.", code="not_found")
+            batch.add(project=project, request=request, contact=contact)
+    except Exception:
+        batch.release()
+        raise
     with transaction.atomic():
         return batch.store()
 
@@ -456,20 +507,24 @@ def template_test_send(
     version = template_version_current(template=template)
     if version is None:
         raise Conflict("The template has no content to send.")
-    if template.channel == Channel.PUSH:
-        assert installation_id is not None
-        sender = push_test_sender()
-        if sender is None:
-            raise PushTestUnavailable()
-        push_id = sender(
-            project=project,
-            version=version,
-            installation_id=installation_id,
-            data=data,
-            contact_id=contact_id,
-        )
-        return TemplateTestSent(push_id=push_id)
-    assert to is not None
-    request = EmailRequest(to=[to], data=data, contact_id=contact_id, tags=["test"])
-    prepared = _prepare(project=project, request=request, version=version)
-    return TemplateTestSent(email_id=_store(prepared, idempotency_key=None, fingerprint="").id)
+    # Counted against the monthly template test quota (not the send quotas); nothing is
+    # stored when the test fails.
+    with usage_reserve(project=project, meter=Meter.TEMPLATE_TESTS):
+        if template.channel == Channel.PUSH:
+            assert installation_id is not None
+            sender = push_test_sender()
+            if sender is None:
+                raise PushTestUnavailable()
+            push_id = sender(
+                project=project,
+                version=version,
+                installation_id=installation_id,
+                data=data,
+                contact_id=contact_id,
+            )
+            return TemplateTestSent(push_id=push_id)
+        assert to is not None
+        request = EmailRequest(to=[to], data=data, contact_id=contact_id, tags=["test"])
+        prepared = _prepare(project=project, request=request, version=version)
+        email = _store(prepared, idempotency_key=None, fingerprint="")
+    return TemplateTestSent(email_id=email.id)

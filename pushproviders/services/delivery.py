@@ -30,6 +30,8 @@ from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
 from config.workqueue.policy import RetryPolicy, retry_policy_for
 from config.workqueue.queue import BatchWork, PerItem, WorkQueue
+from messaging.selectors.campaigns import campaigns_canceled_among
+from messaging.services.campaign_progress import campaigns_finish
 from pushproviders.models import (
     PushDelivery,
     PushDeliveryState,
@@ -45,6 +47,8 @@ from pushproviders.transports import (
     PushTransport,
     transport_open,
 )
+from tenancy.models import Meter
+from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +187,8 @@ class _Outcomes(BatchWork[PushDelivery]):
             raise result.error
         if result is None:
             raise WorkError("The delivery was not attempted.", code="not_attempted")
+        # Metered once the provider took it; counted after this transaction commits.
+        usage_record(project=item.message.project, meter=Meter.PUSH_SENT)
         push_event_emit(name="push.send", message=item.message, delivery=item)
 
     def done_values(self, items: list[PushDelivery]) -> dict[str, Any]:
@@ -371,12 +377,32 @@ def _finish_lost(items: list[PushDelivery]) -> None:
                 )
 
 
+CAMPAIGN_CANCELED = "Not sent: the campaign was canceled before this notification left the queue."
+
+
+class _NotSent(BatchWork[PushDelivery]):
+    """Deliveries that must not go out (their campaign was canceled): `failed` with the
+    reason, their jobs done."""
+
+    def run(self, item: PushDelivery) -> None:
+        push_delivery_fail(delivery=item, reason=CAMPAIGN_CANCELED, state=PushDeliveryState.FAILED)
+
+
 def push_deliver_batch() -> int:
     """Claims a batch (that commits), sends it with one transport per provider and no
     transaction open, records the outcomes, and returns how many deliveries it claimed."""
-    token, items = PUSH_QUEUE.claim()
-    if not items:
+    token, claimed = PUSH_QUEUE.claim()
+    if not claimed:
         return 0
+    # One look per batch at the campaigns of its messages: no notification of a canceled
+    # campaign starts after the cancel is seen.
+    campaign_ids = {item.message.campaign_id for item in claimed} - {None}
+    canceled = campaigns_canceled_among(campaign_ids=campaign_ids)
+    items = [item for item in claimed if item.message.campaign_id not in canceled]
+    if len(items) < len(claimed):
+        dropped = [item for item in claimed if item.message.campaign_id in canceled]
+        PUSH_QUEUE.run(token=token, items=dropped, work=_NotSent())
+        push_messages_roll_up(message_ids=[item.message_id for item in dropped])
     max_attempts = push_retry_policy().max_attempts
     installations = PushInstallation.objects.in_bulk({item.installation_id for item in items})
     providers = {
@@ -430,7 +456,9 @@ def push_deliver_batch() -> int:
         if lost:
             _finish_lost(lost)
         push_messages_roll_up(message_ids=[item.message_id for item in failed])
-    return len(items)
+    if campaign_ids:
+        campaigns_finish(campaign_ids=campaign_ids)
+    return len(claimed)
 
 
 def push_deliver_due(*, budget_seconds: float) -> tuple[int, bool]:

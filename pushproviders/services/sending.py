@@ -36,7 +36,8 @@ from pushproviders.models import (
 from pushproviders.readiness import SendProblem, provider_send_problem
 from pushproviders.selectors import push_app_get, push_installation_list, push_provider_for
 from pushproviders.services.delivery import PUSH_QUEUE, push_event_emit
-from tenancy.models import Project
+from tenancy.models import Meter, Project
+from tenancy.usage import Reservation, usage_reserve
 
 IDEMPOTENCY_WINDOW = dt.timedelta(hours=24)
 # Installations one send may name; a contact's own are not bounded here.
@@ -404,15 +405,16 @@ def push_send(
         content = Content(title=title, body=body, data=payload_data(data))
     targets = _targets(installations, content)
     try:
-        message = _store(
-            project=project,
-            app=app,
-            targets=targets,
-            template=template,
-            version=version,
-            idempotency_key=idempotency_key,
-            fingerprint=fingerprint,
-        )
+        with _quota(project, targets):
+            message = _store(
+                project=project,
+                app=app,
+                targets=targets,
+                template=template,
+                version=version,
+                idempotency_key=idempotency_key,
+                fingerprint=fingerprint,
+            )
         return message, True
     except IntegrityError:
         if idempotency_key is None:
@@ -422,6 +424,12 @@ def push_send(
     if winner is None:
         raise Conflict("A concurrent request with this Idempotency-Key failed; retry.")
     return _replayed(winner, fingerprint), False
+
+
+def _quota(project: Project, targets: list[_Target]) -> Reservation:
+    """Counts the deliveries that will be queued against the monthly push quota."""
+    queued = sum(1 for target in targets if target.problem is None)
+    return usage_reserve(project=project, meter=Meter.PUSH_SENT, count=queued)
 
 
 def _one_installation(project: Project, installation_id: uuid.UUID) -> PushInstallation:
@@ -438,12 +446,9 @@ def push_test_send(
     """Sends a test notification to one installation (`POST /push/tests`)."""
     installation = _one_installation(project, installation_id)
     content = Content(title=title or TEST_TITLE, body=body or TEST_BODY, data={})
-    return _store(
-        project=project,
-        app=installation.app,
-        targets=_targets([installation], content),
-        test=True,
-    )
+    targets = _targets([installation], content)
+    with _quota(project, targets):
+        return _store(project=project, app=installation.app, targets=targets, test=True)
 
 
 def push_template_test_send(

@@ -2,6 +2,8 @@
 
 from typing import Any, ClassVar
 
+from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
@@ -50,6 +52,16 @@ class ProjectView(APIView):
     @property
     def access(self) -> Access:
         return self.request.access
+
+    def finalize_response(
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> Response:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        # Every answer to a known key tells its rate limit, errors and 429 included.
+        decision = getattr(request._request, "rate_limit", None)
+        if decision is not None:
+            decision.apply(response)
+        return response
 
     def validated(self, serializer_class: type[BaseSerializer[Any]]) -> dict[str, Any]:
         """The request body as `serializer_class` validates it; a 400 envelope otherwise."""

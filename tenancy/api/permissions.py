@@ -8,7 +8,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from config.api.errors import Forbidden, ProjectRequired, Unauthenticated, ValidationFailed
-from tenancy.access import KeyRecord
+from tenancy.access import Access, KeyRecord
+from tenancy.models import Project
 from tenancy.selectors import access_resolve, project_get
 
 PROJECT_HEADER = "HTTP_X_SERVICE_PROJECT_ID"
@@ -20,7 +21,11 @@ _PROJECT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 
 def selected_project_id(request: Request, key: KeyRecord) -> str:
     """The project a request acts on: the header, else the key's own or default project."""
-    raw = request.META.get(PROJECT_HEADER)
+    return project_id_selected(request.META.get(PROJECT_HEADER), key)
+
+
+def project_id_selected(raw: str | None, key: KeyRecord) -> str:
+    """The project named by a project header value `raw` (None: absent) for `key`."""
     if raw is None:
         if key.is_personal:
             raise ProjectRequired()
@@ -32,6 +37,15 @@ def selected_project_id(request: Request, key: KeyRecord) -> str:
     if not _PROJECT_ID.fullmatch(raw):
         raise ValidationFailed.at(PROJECT_HEADER_NAME, "Must be a project id (a UUID).")
     return raw.lower()
+
+
+def project_access(*, key: KeyRecord, project_id: str) -> tuple[Project, Access]:
+    """The project a key acts on and what it may do there; 403 when it cannot reach it."""
+    project = project_get(project_id=project_id)
+    access = access_resolve(key=key, project=project) if project is not None else None
+    if project is None or access is None:
+        raise Forbidden()
+    return project, access
 
 
 class HasProjectAccess(BasePermission):
@@ -55,10 +69,7 @@ class HasProjectAccess(BasePermission):
             raise Forbidden("Personal keys must use prepare and execute for this action.")
         if not getattr(view, "project_scoped", True):
             return True
-        project = project_get(project_id=selected_project_id(request, key))
-        access = access_resolve(key=key, project=project) if project is not None else None
-        if access is None:
-            raise Forbidden()
+        project, access = project_access(key=key, project_id=selected_project_id(request, key))
         request.project = project  # type: ignore[attr-defined]
         request.access = access  # type: ignore[attr-defined]
         scope = view.required_scope(request.method) if hasattr(view, "required_scope") else None

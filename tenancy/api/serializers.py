@@ -77,3 +77,41 @@ class ProjectUpdateSerializer(StrictSerializer):
         if not attrs:
             raise serializers.ValidationError("Give `name` or `policies`.")
         return attrs
+
+
+class UsageCountsSerializer(serializers.Serializer):
+    """One count per meter."""
+
+    events_ingested = serializers.IntegerField()
+    runs_started = serializers.IntegerField()
+    waits_created = serializers.IntegerField()
+    template_tests = serializers.IntegerField()
+    emails_sent = serializers.IntegerField()
+    push_sent = serializers.IntegerField()
+
+
+class UsageDaySerializer(UsageCountsSerializer):
+    date = serializers.DateField()
+
+
+class PlanQuotasSerializer(serializers.Serializer):
+    """Monthly quota per meter; null is unlimited."""
+
+    events_ingested = serializers.IntegerField(allow_null=True)
+    runs_started = serializers.IntegerField(allow_null=True)
+    waits_created = serializers.IntegerField(allow_null=True)
+    template_tests = serializers.IntegerField(allow_null=True)
+    emails_sent = serializers.IntegerField(allow_null=True)
+    push_sent = serializers.IntegerField(allow_null=True)
+
+
+class UsagePlanSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    period_start = serializers.DateTimeField(help_text="Start of the current quota month (UTC).")
+    quotas = PlanQuotasSerializer()
+
+
+class UsageSerializer(serializers.Serializer):
+    days = UsageDaySerializer(many=True)
+    totals = UsageCountsSerializer()
+    plan = UsagePlanSerializer()

@@ -1,13 +1,16 @@
-from drf_spectacular.utils import extend_schema
+import datetime as dt
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api.errors import Forbidden
+from config.api.errors import Forbidden, Issue, ValidationFailed
 from config.api.pagination import paginate
 from tenancy.api.base import ProjectView
-from tenancy.api.serializers import ProjectSerializer, ProjectUpdateSerializer
-from tenancy.selectors import project_list_for_key
+from tenancy.api.serializers import ProjectSerializer, ProjectUpdateSerializer, UsageSerializer
+from tenancy.selectors import plan_terms_get, project_list_for_key
 from tenancy.services import project_update
+from tenancy.usage import MAX_RANGE_DAYS, METERS, month_start, today, usage_days
 
 
 class ProjectListView(ProjectView):
@@ -46,3 +49,75 @@ class ProjectDetailView(ProjectView):
             policies=body.get("policies", {}),
         )
         return Response(ProjectSerializer(project).data)
+
+
+def _date_param(request: Request, name: str) -> dt.date | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    try:
+        if len(raw) != 10:
+            raise ValueError(raw)
+        return dt.date.fromisoformat(raw)
+    except ValueError:
+        raise ValidationFailed.at(
+            name, "Must be a date: YYYY-MM-DD.", code="invalid_date"
+        ) from None
+
+
+class ProjectUsageView(ProjectView):
+    """Metered usage of the project by day (UTC), with totals and the team's plan.
+    Counts include the current day, up to the last second."""
+
+    @extend_schema(
+        operation_id="project_usage_retrieve",
+        parameters=[
+            OpenApiParameter(
+                "from",
+                str,
+                description="First day, YYYY-MM-DD (default: the first of the current month).",
+                pattern=r"^\d{4}-\d{2}-\d{2}$",
+            ),
+            OpenApiParameter(
+                "to",
+                str,
+                description=f"Last day, YYYY-MM-DD (default: today); at most {MAX_RANGE_DAYS} "
+                "days after `from`.",
+                pattern=r"^\d{4}-\d{2}-\d{2}$",
+            ),
+        ],
+        responses={200: UsageSerializer},
+    )
+    def get(self, request: Request) -> Response:
+        start, end = _date_param(request, "from"), _date_param(request, "to")
+        now = today()
+        if start is None:
+            start = month_start(end or now)
+        if end is None:
+            end = max(now, start)
+        if start > end:
+            raise ValidationFailed.at("to", "Must not be before `from`.", code="invalid_range")
+        if (end - start).days >= MAX_RANGE_DAYS:
+            raise ValidationFailed(
+                issues=[
+                    Issue(
+                        code="range_too_long",
+                        path="to",
+                        message=f"Ask for at most {MAX_RANGE_DAYS} days at a time.",
+                    )
+                ]
+            )
+        days = usage_days(project=self.project, start=start, end=end)
+        totals = {meter: sum(counts[meter] for counts in days.values()) for meter in METERS}
+        terms = plan_terms_get(team_id=str(self.project.team_id))
+        period = month_start(now)
+        data = {
+            "days": [{"date": day, **counts} for day, counts in sorted(days.items())],
+            "totals": totals,
+            "plan": {
+                "name": terms.name,
+                "period_start": dt.datetime.combine(period, dt.time(), tzinfo=dt.UTC),
+                "quotas": dict(terms.quotas),
+            },
+        }
+        return Response(UsageSerializer(data).data)

@@ -5,6 +5,7 @@ checked the day it is registered.
 """
 
 import datetime as dt
+import uuid
 from typing import Any
 
 import pytest
@@ -24,9 +25,11 @@ from django_celery_beat.models import (
     SolarSchedule,
 )
 
+from agent.models import ToolCall
 from automations.models import RunJob
 from events.models import Event, EventStatus, EventType
 from messaging.models import EmailDelivery
+from tenancy.models import UsageDay
 from tests.automations.factories import (
     AutomationFactory,
     AutomationRunFactory,
@@ -36,7 +39,9 @@ from tests.automations.factories import (
 from tests.contacts.audiences.factories import AudienceMembershipFactory
 from tests.contacts.factories import ContactFactory
 from tests.contacts.topics.factories import SubscriptionFactory
-from tests.factories import UserFactory
+from tests.factories import PlanFactory, UserFactory
+from tests.imports.factories import ImportChunkFactory
+from tests.messaging.factories_campaigns import CampaignFactory
 from tests.messaging.factories_domains import DomainFactory
 from tests.messaging.factories_emails import CapturedMessageFactory, EmailFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
@@ -137,6 +142,21 @@ def console_rows(world):
     RunWaitFactory(run=run)
     PushDeliveryFactory(message__app=provider.app, installation__contact=contact, dead=True)
     RunJob.objects.create(run=run, status="dead_lettered", last_error="Deadlock", attempts=8)
+    ImportChunkFactory(import_record__project=world.project, dead=True)
+    CampaignFactory(project=world.project, in_review=True)
+    world.team.plan = PlanFactory(events_ingested_per_month=1000)
+    world.team.save()
+    UsageDay.objects.create(project=world.project, date=occurred.date(), events_ingested=3)
+    ToolCall.objects.create(
+        api_key_id=uuid.uuid4(),
+        user_id=world.users["owner"].id,
+        project_id=world.project.id,
+        tool="contacts_get",
+        outcome="ok",
+        status=200,
+        duration_ms=3.5,
+        created_at=occurred,
+    )
     return world
 
 
@@ -197,7 +217,13 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("contacts.Contact", "soft_delete"),
         ("events.DeadLetteredEvent", "requeue"),
         ("messaging.DeadLetteredEmailDelivery", "requeue"),
+        ("messaging.Campaign", "approve"),
+        ("messaging.Campaign", "reject"),
+        ("messaging.CampaignAwaitingReview", "approve"),
+        ("messaging.CampaignAwaitingReview", "reject"),
         ("pushproviders.PushDelivery", "requeue"),
+        ("imports.ImportChunk", "requeue"),
+        ("automations.AutomationRun", "cancel_runs"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
         ("django_celery_beat.PeriodicTask", "disable_tasks"),
         ("django_celery_beat.PeriodicTask", "toggle_tasks"),

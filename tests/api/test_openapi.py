@@ -11,6 +11,7 @@ from tenancy.preparedactions.api.views import ExecuteActionView, PrepareActionVi
 pytestmark = pytest.mark.django_db
 
 JSON = "application/json"
+MULTIPART = "multipart/form-data"
 
 
 @pytest.fixture
@@ -85,13 +86,28 @@ def test_the_event_catalog_documents_its_filters(document):
     assert parameters["search"]["schema"]["type"] == "string"
 
 
+# The one endpoint that takes a form: a CSV file upload.
+MULTIPART_BODIES = {("POST", "/imports")}
+
+
 def test_every_request_body_is_json_only(document):
     bodies = [(m, r, op) for m, r, op in operations(document) if m in ("POST", "PUT", "PATCH")]
     assert len(bodies) >= 13
 
     for method, route, operation in bodies:
-        assert list(operation["requestBody"]["content"]) == [JSON], f"{method} {route}"
+        media = [JSON, MULTIPART] if (method, route) in MULTIPART_BODIES else [JSON]
+        assert list(operation["requestBody"]["content"]) == media, f"{method} {route}"
         assert "415" in operation["responses"], f"{method} {route}"
+
+
+def test_a_csv_import_is_documented_as_a_strict_form_with_a_file(document):
+    content = document["paths"]["/imports"]["post"]["requestBody"]["content"]
+    form = resolve(document, content[MULTIPART]["schema"])
+
+    assert form["properties"]["file"] == {"type": "string", "format": "binary"}
+    assert form["properties"]["mapping"]["type"] == "string"
+    assert sorted(form["required"]) == ["file", "mapping"]
+    assert form["additionalProperties"] is False
 
 
 def test_every_object_in_a_request_body_refuses_unknown_members(document):

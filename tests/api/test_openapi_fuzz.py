@@ -26,6 +26,8 @@ from tests.automations.factories import (
     AutomationVersionFactory,
 )
 from tests.contacts.factories import ContactFactory
+from tests.messaging.factories_campaigns import CampaignFactory
+from tests.messaging.factories_templates import MessageTemplateFactory
 
 # Rows every generated request may name, so requests reach past the 404 of an unknown id.
 KNOWN_IDS = {
@@ -35,6 +37,8 @@ KNOWN_IDS = {
     "automation_id": uuid.UUID("00000000-0000-4000-8000-0000a0701a11"),
     "version_id": uuid.UUID("00000000-0000-4000-8000-0000a0701a12"),
     "run_id": uuid.UUID("00000000-0000-4000-8000-0000a0701a13"),
+    "campaign_id": uuid.UUID("00000000-0000-4000-8000-0000ca3a1900"),
+    "template_id": uuid.UUID("00000000-0000-4000-8000-00007e3a1a7e"),
 }
 
 CONFIG = schemathesis.Config.from_dict(
@@ -170,6 +174,13 @@ def key(world, _connection_kept):
     )
     automation.save()
     AutomationRunFactory(id=KNOWN_IDS["run_id"], automation=automation, waiting=True)
+    template = MessageTemplateFactory(id=KNOWN_IDS["template_id"], project=world.project)
+    CampaignFactory(
+        id=KNOWN_IDS["campaign_id"],
+        project=world.project,
+        template=template,
+        audience_id=KNOWN_IDS["audience_id"],
+    )
     CURRENT_PROJECT["id"] = str(world.project.id)
     yield world.keys["project"]
     CURRENT_PROJECT.clear()

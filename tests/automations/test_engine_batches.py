@@ -19,7 +19,9 @@ from events.models import Event
 from events.services.processing import events_process_batch
 from messaging.models import Email, EmailDelivery, EmailStatus
 from messaging.services.delivery import emails_deliver_batch
+from tenancy.services import team_plan_set
 from tests.automations.engine import automation, drain, email_template, event, forget_triggers
+from tests.factories import PlanFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
 from tests.messaging.smtp_server import SmtpServer, smtp_server_for
 
@@ -238,3 +240,29 @@ def test_of_one_batch_s_events_one_run_starts_per_contact_and_correlation_value(
         ("bob@example.net", "A"): 1,
     }
     assert AutomationEntry.objects.count() == RunJob.objects.count() == 3
+
+
+def test_a_send_over_the_plan_s_email_quota_fails_its_own_run_and_the_batch_goes_on(
+    api, key, world
+):
+    team_plan_set(team=world.team, plan=PlanFactory(emails_sent_per_month=2))
+    automation(api, key, flow(send(email_template(api, key))))
+    SuppressionFactory(project=world.project, email="gone@example.net")
+    for address in ("q0@example.net", "q1@example.net", "gone@example.net", "q2@example.net"):
+        event(api, key, "order.completed", email=address)
+    process_events()
+
+    outcome = runs_advance_batch()
+
+    assert (len(outcome.processed), outcome.failed) == (4, 0)
+    ended = dict(AutomationRun.objects.values_list("contact__email", "status"))
+    # Suppressed: nothing to send, so no quota needed, whatever its place in the batch.
+    assert ended.pop("gone@example.net") == "completed"
+    assert Counter(ended.values()) == {"completed": 2, "failed": 1}
+    failed = AutomationRun.objects.get(status="failed")
+    assert "monthly limit of `emails_sent`" in failed.last_error
+    assert sorted(Email.objects.values_list("status", flat=True)) == [
+        EmailStatus.QUEUED,
+        EmailStatus.QUEUED,
+        EmailStatus.SUPPRESSED,
+    ]

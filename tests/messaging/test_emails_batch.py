@@ -8,10 +8,12 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from config.api.errors import Conflict, ValidationFailed
+from config.api.errors import Conflict, PlanLimitExceeded, ValidationFailed
 from messaging.models import Email, EmailDelivery, EmailStatus
 from messaging.services.emails import EmailBatch, EmailRequest, email_send_many
+from tenancy.services import team_plan_set
 from tests.contacts.factories import ContactFactory
+from tests.factories import PlanFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
 
@@ -30,6 +32,12 @@ def template(world):
     return version.template
 
 
+def ours(captured: CaptureQueriesContext) -> list[str]:
+    """The statements of the batch, without the plan's terms (read once per process for
+    the quota check, then cached)."""
+    return [q["sql"] for q in captured.captured_queries if "tenancy_" not in q["sql"]]
+
+
 def requests(template, contacts):
     return [
         EmailRequest(to=[], contact_id=contact.id, template_id=template.id, data={"order": n})
@@ -46,7 +54,7 @@ def test_many_emails_are_stored_in_as_many_statements_for_30_as_for_3(world, tem
         ]
         with CaptureQueriesContext(connection) as captured:
             emails = email_send_many(project=world.project, requests=requests(template, contacts))
-        counts[size] = len(captured.captured_queries)
+        counts[size] = len(ours(captured))
         assert [email.to for email in emails] == [[contact.email] for contact in contacts]
     assert counts[3] == counts[30], counts
     stored = Email.objects.get(to=[contacts[7].email])
@@ -95,16 +103,32 @@ def test_a_request_that_cannot_be_sent_raises_when_added_and_nothing_is_stored(w
     assert not Email.objects.exists()
 
 
-def test_each_template_is_read_once_per_batch_and_a_loaded_contact_not_at_all(world, template):
+def test_a_batch_reads_each_template_and_the_suppression_list_once_and_loaded_contacts_never(
+    world, template
+):
     contacts = [ContactFactory(project=world.project) for _ in range(5)]
-    batch = EmailBatch()
+    batch = EmailBatch(likely=lambda: [(world.project, [c.email for c in contacts])])
     with CaptureQueriesContext(connection) as captured:
         for request, contact in zip(requests(template, contacts), contacts, strict=True):
             batch.add(project=world.project, request=request, contact=contact)
-    # The template and its published version.
-    assert len(captured.captured_queries) == 2
+    # The suppression list for the likely addresses, the template and its published version.
+    assert len(ours(captured)) == 3
     with transaction.atomic():
         stored = batch.store()
     assert len(stored) == 5
     assert len(batch) == 0
     assert Email.objects.count() == 5
+
+
+def test_an_email_to_a_suppressed_address_is_not_refused_by_a_full_quota(world, template):
+    team_plan_set(team=world.team, plan=PlanFactory(emails_sent_per_month=1))
+    contacts = [ContactFactory(project=world.project) for _ in range(3)]
+    SuppressionFactory(project=world.project, email=contacts[0].email)
+    batch = EmailBatch()
+    first, second, third = requests(template, contacts)
+    assert batch.add(project=world.project, request=first).status == EmailStatus.SUPPRESSED
+    assert batch.add(project=world.project, request=second).status == EmailStatus.QUEUED
+    with pytest.raises(PlanLimitExceeded):
+        batch.add(project=world.project, request=third)
+    batch.release()  # gives the second one's count back
+    assert batch.add(project=world.project, request=third).status == EmailStatus.QUEUED

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from tenancy.access import ALL_SCOPES, hash_secret
-from tenancy.models import ApiKey, KeyKind, Permission, Project, Role, Team
+from tenancy.models import ApiKey, KeyKind, Meter, Permission, Project, Role, Team
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -100,6 +100,18 @@ def test_bootstrap_turns_the_rollout_flag_back_on():
     bootstrap()
 
     assert Team.objects.get(id=first["team_id"]).messaging_rollout is True
+
+
+def test_the_bootstrap_team_is_on_a_plan_without_quotas(api):
+    result = bootstrap()
+    bootstrap()
+
+    team = Team.objects.select_related("plan").get(id=result["team_id"])
+    assert team.plan is not None
+    assert all(team.plan.quota(meter) is None for meter in Meter.values)
+    usage = api.get("/project/usage", key=result["keys"]["project"]).json()["data"]
+    assert usage["plan"]["name"] == team.plan.name
+    assert set(usage["plan"]["quotas"].values()) == {None}
 
 
 def test_each_bootstrap_key_has_the_powers_its_name_promises(api):

@@ -8,12 +8,14 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from tenancy.access import ALL_SCOPES
-from tenancy.models import KeyKind, Membership, Permission, Project, Role, Team
-from tenancy.services import api_key_create
+from tenancy.models import KeyKind, Membership, Permission, Plan, Project, Role, Team
+from tenancy.services import api_key_create, team_plan_set
 
 DEMO_TEAM = "Demo team"
 DEMO_OWNER = "owner@example.com"
 PROJECT_NAMES = ("Demo project", "Second project")
+# The demo team's plan: no quotas, the default rate limit (CONTRACT section 16).
+DEMO_PLAN = "Unlimited"
 
 
 class Command(BaseCommand):
@@ -30,6 +32,8 @@ class Command(BaseCommand):
         elif not team.messaging_rollout:
             team.messaging_rollout = True
             team.save(update_fields=["messaging_rollout", "updated_at"])
+        plan, _ = Plan.objects.get_or_create(name=DEMO_PLAN)
+        team_plan_set(team=team, plan=plan)
         # The team's first two projects, whatever they are called by now: a rename through
         # PATCH /project must not make the next run create new ones.
         projects = list(team.projects.order_by("created_at", "id")[:2])

@@ -1,0 +1,244 @@
+"""Running a tool: the REST call it stands for, made inside the process.
+
+A tool call becomes the request a REST client would send (method, path, query string,
+JSON body, the caller's own `Authorization` header and `project_id` as the project
+header), handed to the view that path resolves to. Authentication, the project, scope,
+grant and role checks, validation, the service and the answer are all the endpoint's own;
+this module only splits the flat arguments into those parts and reads the answer back:
+`data` (and a list's `metadata`) on success, the `error` object otherwise. Issues about
+the project header are renamed to `project_id`, the argument that stood for it.
+"""
+
+import io
+import json
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import orjson
+from django.core.handlers.wsgi import WSGIRequest
+from django.http import HttpRequest, HttpResponseBase
+from django.urls import Resolver404, resolve
+from rest_framework.response import Response
+
+from agent.catalog import Catalog
+from agent.schemas import path_arguments, query_arguments
+from config.agenttools import AgentTool
+from config.api.errors import Issue, NotFound, ServiceError, ValidationFailed
+from config.api.exceptions import error_body_for
+from tenancy.access import KeyRecord
+from tenancy.api.permissions import PROJECT_HEADER_NAME, project_access, project_id_selected
+
+logger = logging.getLogger(__name__)
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a call answered: the structured result, or the error object when `is_error`."""
+
+    status: int
+    structured: dict[str, Any]
+    is_error: bool
+
+    @property
+    def code(self) -> str:
+        return str(self.structured.get("code", "")) if self.is_error else "ok"
+
+
+def _failure(status: int, error: dict[str, Any]) -> ToolOutcome:
+    issues = [
+        {**issue, "path": "project_id"} if issue.get("path") == PROJECT_HEADER_NAME else issue
+        for issue in error.get("issues", [])
+    ]
+    return ToolOutcome(status=status, structured={**error, "issues": issues}, is_error=True)
+
+
+def _error_outcome(exc: Exception) -> ToolOutcome:
+    body = error_body_for(exc)
+    return _failure(body["status"], body["error"])
+
+
+@dataclass
+class _Request:
+    """The REST request a call stands for."""
+
+    path: str
+    query: dict[str, str]
+    body: dict[str, Any] | None
+    project_id: str | None
+
+
+def _scalar(name: str, value: Any) -> str:
+    """A query parameter's text, as a REST client would write it in the query string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise ValidationFailed.at(name, "Must be a string, number or boolean.", code="invalid")
+
+
+def _path_value(tool: AgentTool, name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValidationFailed.at(name, "Must be a non-empty string.", code="invalid")
+    if name in tool.path_values:
+        choices = tool.path_values[name]
+        if choices is not None and value not in choices:
+            listed = ", ".join(f"`{choice}`" for choice in choices)
+            raise ValidationFailed.at(name, f"Must be one of {listed}.", code="invalid_choice")
+        return quote(value, safe="")
+    if not _UUID.fullmatch(value):
+        raise ValidationFailed.at(name, "Must be a UUID.", code="invalid_uuid")
+    return value
+
+
+def _split(tool: AgentTool, arguments: dict[str, Any]) -> _Request:
+    """The parts of the REST request; 400 at the argument's name for one that cannot be."""
+    rest = dict(arguments)
+    issues: list[Issue] = []
+    project_id: str | None = None
+    if tool.project_scoped:
+        raw = rest.pop("project_id", None)
+        if raw is None:
+            issues.append(Issue("required", "project_id", "Name the project to act on."))
+        elif not isinstance(raw, str):
+            issues.append(Issue("invalid", "project_id", "Must be a project id (a UUID)."))
+        else:
+            project_id = raw
+    values: dict[str, str] = {}
+    for name in path_arguments(tool):
+        if name not in rest:
+            issues.append(Issue("required", name, "This argument is required."))
+            continue
+        try:
+            values[name] = _path_value(tool, name, rest.pop(name))
+        except ValidationFailed as error:
+            issues.extend(error.issues)
+    query: dict[str, str] = {}
+    for name in query_arguments(tool):
+        if name in rest:
+            try:
+                query[name] = _scalar(name, rest.pop(name))
+            except ValidationFailed as error:
+                issues.extend(error.issues)
+    body: dict[str, Any] | None = None
+    if tool.method == "GET":
+        issues.extend(
+            Issue("unknown_member", name, "This tool takes no such argument.") for name in rest
+        )
+    else:
+        # Unknown members are the body's to refuse, as they are over REST.
+        body = rest
+    if issues:
+        raise ValidationFailed(issues=issues)
+    path = tool.path.format(**values) if tool.route is None else tool.path
+    return _Request(path=path, query=query, body=body, project_id=project_id)
+
+
+def _inner_request(outer: HttpRequest, method: str, call: _Request) -> WSGIRequest:
+    # `allow_nan` keeps a NaN an agent sent as the `NaN` REST would refuse, not a null.
+    body = b"" if call.body is None else json.dumps(call.body, allow_nan=True).encode()
+    meta = outer.META
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": call.path,
+        "QUERY_STRING": urlencode(call.query),
+        "SERVER_NAME": meta.get("SERVER_NAME", "localhost"),
+        "SERVER_PORT": meta.get("SERVER_PORT", "80"),
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": meta.get("REMOTE_ADDR", ""),
+        "wsgi.url_scheme": outer.scheme,
+        "wsgi.input": io.BytesIO(body),
+        "HTTP_AUTHORIZATION": meta.get("HTTP_AUTHORIZATION", ""),
+        "HTTP_ACCEPT": "application/json",
+    }
+    if "HTTP_HOST" in meta:
+        environ["HTTP_HOST"] = meta["HTTP_HOST"]
+    if call.body is not None:
+        environ["CONTENT_TYPE"] = "application/json"
+        environ["CONTENT_LENGTH"] = str(len(body))
+    if call.project_id is not None:
+        environ["HTTP_X_SERVICE_PROJECT_ID"] = call.project_id
+    return WSGIRequest(environ)
+
+
+def _answer(response: HttpResponseBase) -> tuple[int, Any]:
+    if isinstance(response, Response) and not response.is_rendered:
+        response.render()
+    content = getattr(response, "content", b"")
+    return response.status_code, orjson.loads(content) if content else None
+
+
+def _structured(tool: AgentTool, body: dict[str, Any]) -> dict[str, Any]:
+    data = body.get("data")
+    if tool.listing is not None:
+        return {"items": data, "metadata": body.get("metadata")}
+    if tool.result_member is not None:
+        return {tool.result_member: data}
+    if isinstance(data, dict):
+        return data
+    return {"data": data}
+
+
+def _routed(catalog: Catalog, tool: AgentTool, key: KeyRecord, call: _Request) -> _Request:
+    """The endpoint a routed tool calls, once the project is checked as the header is."""
+    project, access = project_access(key=key, project_id=project_id_selected(call.project_id, key))
+    operation, resource_id = catalog.routes[tool.name](
+        project=project, access=access, arguments=call.body or {}
+    )
+    target = catalog.execute_paths.get(operation)
+    if target is None:
+        raise NotFound("No tool executes this prepared action.")
+    if callable(target):
+        path = target(project=project, resource_id=resource_id)
+    else:
+        path = target.format(resource_id=quote(resource_id, safe=""))
+    return _Request(
+        path=path,
+        query=call.query,
+        body=call.body,
+        project_id=call.project_id,
+    )
+
+
+def tool_run(
+    *,
+    catalog: Catalog,
+    name: str,
+    arguments: dict[str, Any] | None,
+    key: KeyRecord,
+    outer: HttpRequest,
+) -> ToolOutcome:
+    """Runs one tool call as its REST request and reads the answer back."""
+    tool = catalog.tools.get(name)
+    if tool is None:
+        return _error_outcome(NotFound(f"No tool is named `{name}`; `tools/list` names them."))
+    # Every failure is a tool result, never a protocol error: the agent reads it and retries.
+    try:
+        call = _split(tool, arguments or {})
+        if tool.route is not None:
+            call = _routed(catalog, tool, key, call)
+        match = resolve(call.path)
+        response = match.func(_inner_request(outer, tool.method, call), **match.kwargs)
+        status, body = _answer(response)
+    except Resolver404:
+        return _error_outcome(NotFound("No such resource."))
+    except Exception as exc:
+        return _error_outcome(exc)
+    if status >= 400 or not isinstance(body, dict):
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict):
+            logger.error("Tool %s got an answer without an error object (%s)", name, status)
+            return _error_outcome(ServiceError())
+        return _failure(status, error)
+    return ToolOutcome(status=status, structured=_structured(tool, body), is_error=False)
+
+
+def project_uuid(value: str | None) -> uuid.UUID | None:
+    """A project id argument as stored in the audit: only a well-formed one."""
+    return uuid.UUID(value) if value and _UUID.fullmatch(value) else None

@@ -1,0 +1,84 @@
+"""The MCP tool `contacts_get` against the REST call it stands for, `GET /contacts/{id}`,
+at 8 clients, in the same run with the same personal key and contact.
+
+An MCP client of this stateless server sends each call as one `POST /mcp` (no session to
+open first), so each client repeats that POST on its keep-alive connection: once as a
+2025-11-25 client after its handshake, once with the 2026-07-28 per-request envelope. The
+REST line is measured against a raw psycopg `SELECT` of the row; the MCP lines against the
+REST line (`ratio` = tool calls per REST call).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+from bench.harness import Context
+
+CLIENTS = 8
+MCP_ACCEPT = "application/json, text/event-stream"
+
+
+def _call(base_url: str, path: str, key: str, body: Any, headers: dict[str, str]) -> Any:
+    request = urllib.request.Request(  # noqa: S310 - loopback
+        f"{base_url}{path}",
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json", **headers},
+        method="POST" if body is not None else "GET",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+        return json.load(response)
+
+
+def _tool_call(arguments: dict[str, Any], *, modern: bool) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": "contacts_get", "arguments": arguments}
+    if modern:
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+def run(ctx: Context) -> Iterator[dict[str, Any]]:
+    keys = ctx.keys()
+    key, project_id = keys["keys"]["personal"], keys["project_id"]
+    base_url = ctx.server().base_url
+    project = {"X-Service-Project-Id": project_id}
+    contact = _call(base_url, "/contacts/upsert", key, {"email": "mcp@bench.example.com"}, project)[
+        "data"
+    ]
+    rest_path = f"/contacts/{contact['id']}"
+    rest = _call(base_url, rest_path, key, None, project)["data"]
+    arguments = {"project_id": project_id, "contact_id": contact["id"]}
+    handshake = {"Accept": MCP_ACCEPT, "MCP-Protocol-Version": "2025-11-25"}
+    # The 2026 revision also routes by headers that repeat the method and the tool.
+    envelope = {
+        "Accept": MCP_ACCEPT,
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "contacts_get",
+    }
+    variants = {
+        "2025": (handshake, _tool_call(arguments, modern=False)),
+        "2026": (envelope, _tool_call(arguments, modern=True)),
+    }
+    for name, (headers, body) in variants.items():
+        answer = _call(base_url, "/mcp", key, body, headers)["result"]
+        if answer.get("isError") or answer.get("structuredContent") != rest:
+            raise RuntimeError(f"contacts_get ({name}) answered unexpectedly: {answer}")
+
+    measured_rest = ctx.http(rest_path, key=key, project=project_id, concurrency=CLIENTS)
+    baseline = ctx.sql(
+        "SELECT * FROM contacts_contact WHERE id = %s AND project_id = %s AND deleted_at IS NULL",
+        (contact["id"], project_id),
+        concurrency=CLIENTS,
+    )
+    yield ctx.result(f"contacts_get_c{CLIENTS}", measured_rest, baseline)
+    for name, (headers, body) in variants.items():
+        measured = ctx.http(
+            "/mcp", method="POST", key=key, body=body, headers=headers, concurrency=CLIENTS
+        )
+        yield ctx.result(f"mcp_contacts_get_{name}_c{CLIENTS}", measured, measured_rest)

@@ -1,0 +1,131 @@
+"""Staff console: imports with their counts, progress and preview sample, and their chunks
+(the commit's work items) with requeue for those that ran out of attempts."""
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.safestring import SafeString
+
+from config.admin import BigTableAdmin, ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.workqueue.models import WorkStatus
+from imports.models import Import, ImportChunk
+from imports.services.commit import import_chunks_requeue
+
+
+class ImportChunkInline(ReadOnlyInline):
+    model = ImportChunk
+    fields = ("first_row", "last_row", "planned_rows", "status", "attempts", "last_error")
+    readonly_fields = fields
+    ordering = ("first_row",)
+
+
+@admin.register(Import)
+class ImportAdmin(ReadOnlyModelAdmin):
+    """Read-only: imports change through the API (upload, preview, commit)."""
+
+    list_display = [
+        "id",
+        "filename",
+        "status",
+        "project",
+        "total_rows",
+        "valid_rows",
+        "invalid_rows",
+        "progress_shown",
+        "created_at",
+    ]
+    list_filter = ["status", "source"]
+    list_select_related = ["project"]
+    search_fields = ["=id", "filename"]
+    raw_id_fields = ["project"]
+    readonly_fields = (
+        "id",
+        "project",
+        "status",
+        "source",
+        "filename",
+        "encoding",
+        "delimiter",
+        "automation_effects",
+        "mapping_shown",
+        "total_rows",
+        "valid_rows",
+        "invalid_rows",
+        "changes_shown",
+        "sample_shown",
+        "prepared_action_id",
+        "previewed_at",
+        "commit_rows",
+        "committed_rows",
+        "progress_shown",
+        "committing_at",
+        "committed_at",
+        "last_error",
+        "created_at",
+        "updated_at",
+    )
+    fields = readonly_fields
+    inlines = [ImportChunkInline]
+
+    @admin.display(description="progress")
+    def progress_shown(self, obj: Import) -> str:
+        progress = obj.progress
+        if progress is None:
+            return "-"
+        return f"{obj.committed_rows} of {obj.commit_rows} rows ({progress:.0%})"
+
+    @admin.display(description="mapping")
+    def mapping_shown(self, obj: Import) -> SafeString:
+        return pretty_json(obj.mapping)
+
+    @admin.display(description="changes (last preview)")
+    def changes_shown(self, obj: Import) -> SafeString | str:
+        return pretty_json(obj.changes) if obj.changes is not None else "-"
+
+    @admin.display(description="sample (last preview)")
+    def sample_shown(self, obj: Import) -> SafeString | str:
+        return pretty_json(obj.sample) if obj.sample is not None else "-"
+
+
+@admin.register(ImportChunk)
+class ImportChunkAdmin(BigTableAdmin):
+    """The commit's work items; a chunk that ran out of attempts can be requeued."""
+
+    list_display = ["id", "import_record", "first_row", "last_row", "status", "attempts"]
+    list_filter = ["status", "error_code"]
+    list_select_related = ["import_record"]
+    search_fields = ["=import_record__id"]
+    raw_id_fields = ["import_record"]
+    readonly_fields = (
+        "import_record",
+        "first_row",
+        "last_row",
+        "planned_rows",
+        "digest",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "lease_expires_at",
+        "error_code",
+        "last_error",
+        "created_at",
+    )
+    fields = readonly_fields
+    actions = ["requeue"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        """Every field is read-only; state changes go through requeue only."""
+
+    @admin.action(description="Requeue the selected failed chunks", permissions=["change"])
+    def requeue(self, request: HttpRequest, queryset: QuerySet[ImportChunk]) -> None:
+        ids = list(queryset.filter(status=WorkStatus.DEAD_LETTERED).values_list("id", flat=True))
+        count = import_chunks_requeue(ids=ids)
+        self.message_user(request, f"Requeued {count} chunk(s).", messages.SUCCESS)

@@ -1,0 +1,262 @@
+"""The campaign review console: every campaign, and the review queue (campaigns awaiting
+review, oldest submission first). A campaign's page shows its message rendered as
+recipients will get it (email: subject, the HTML in a sandboxed frame, the text; push:
+title and body as a device shows them) and who it would reach. Staff holding
+`messaging.approve_campaign` approve campaigns (freezing the template version and the
+recipient count) or reject them back to draft with a reason; both land in the history.
+
+Campaigns are otherwise read-only here: drafts change through the API."""
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from config.admin import ReadOnlyModelAdmin, pretty_json
+from config.api.errors import ServiceError
+from config.workqueue.models import WorkStatus
+from messaging.models import Campaign, CampaignAwaitingReview, CampaignStatus
+from messaging.selectors.campaigns import (
+    campaign_audience_counts,
+    campaign_candidates,
+    campaign_stats,
+)
+from messaging.selectors.templates import template_version_current, template_version_published
+from messaging.services.campaigns import campaign_approve, campaign_reject
+from messaging.services.rendering import RenderedEmail, render_version, template_context
+
+APPROVE_PERMISSION = "messaging.approve_campaign"
+
+_FIELDS = (
+    "id",
+    "project",
+    "name",
+    "channel",
+    "status",
+    "review_note",
+    "template",
+    "template_version",
+    "audience",
+    "topic",
+    "app_id",
+    "from_email",
+    "sender",
+    "scheduled_at",
+    "recipients",
+    "message_preview",
+    "stats",
+    "fanout",
+    "submitted_at",
+    "approved_at",
+    "approved_by",
+    "started_at",
+    "sent_at",
+    "canceled_at",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+)
+
+
+def _user_id(request: HttpRequest) -> int:
+    # Actions run for a logged-in staff user only.
+    return int(request.user.pk)  # type: ignore[arg-type]
+
+
+def _error_text(error: ServiceError) -> str:
+    issues = "; ".join(issue.message for issue in error.issues)
+    return f"{error.message} {issues}".strip()
+
+
+class CampaignAdmin(ReadOnlyModelAdmin):
+    """Every campaign; approve and reject act on those in review (others are reported)."""
+
+    list_display = [
+        "name",
+        "channel",
+        "status",
+        "project",
+        "submitted_at",
+        "approved_at",
+        "recipient_count",
+        "created_at",
+    ]
+    list_filter = ["status", "channel"]
+    list_select_related = ["project"]
+    search_fields = ["=id", "name"]
+    search_help_text = "Campaign id (exact) or words of its name."
+    raw_id_fields = ["project", "template", "template_version", "audience", "topic"]
+    readonly_fields = _FIELDS
+    fields = _FIELDS
+    actions = ["approve", "reject"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).select_related("project", "template")
+
+    def has_approve_campaign_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm(APPROVE_PERMISSION))
+
+    # --- what the change page shows ---
+
+    @admin.display(description="recipients")
+    def recipients(self, obj: Campaign) -> str:
+        counts = campaign_audience_counts(obj)
+        now = f"{counts.recipients} now ({counts.suppressed} suppressed or unsubscribed)"
+        if obj.recipient_count is None:
+            return now
+        return f"{obj.recipient_count} at approval; {now}"
+
+    @admin.display(description="message as recipients get it")
+    def message_preview(self, obj: Campaign) -> SafeString | str:
+        version = (
+            obj.template_version
+            or template_version_published(template=obj.template)
+            or template_version_current(template=obj.template)
+        )
+        if version is None:
+            return "(the template has no content)"
+        candidates = campaign_candidates(obj)
+        contact = (
+            candidates.filter(topic_subscribed=True).order_by("id").first()  # type: ignore[misc]
+            if candidates is not None
+            else None
+        )
+        variables = template_context(project=obj.project, contact=contact)
+        try:
+            rendered = render_version(version, variables)
+        except ServiceError as error:
+            return format_html("<p>Does not render: {}</p>", error.details or error.message)
+        about = format_html(
+            "<p>Version {} ({}), rendered for {}. Undefined: {}</p>",
+            version.version_number,
+            version.state,
+            contact or "no contact (the audience is empty)",
+            ", ".join(rendered.undefined_variables) or "none",
+        )
+        if not isinstance(rendered, RenderedEmail):
+            # As a device shows a notification: the title in bold over the body.
+            device = format_html(
+                '<div style="max-width:360px;padding:12px 14px;border-radius:14px;'
+                'background:#f2f2f7;font-family:-apple-system,sans-serif">'
+                '<div style="font-size:12px;color:#666">APP · now</div>'
+                "<div><strong>{}</strong></div><div>{}</div></div>",
+                rendered.title or "",
+                rendered.body or "",
+            )
+            return format_html("{}{}{}", about, device, pretty_json(rendered.data))
+        # The message's HTML runs in a sandboxed frame: no scripts, forms or same origin;
+        # escaped into the attribute, so it cannot break out of it.
+        frame = (
+            format_html(
+                '<iframe sandbox="" srcdoc="{}" style="width:100%;height:480px;'
+                'border:1px solid #ccc;background:#fff"></iframe>',
+                rendered.html,
+            )
+            if rendered.html is not None
+            else ""
+        )
+        text = (
+            format_html('<pre style="white-space:pre-wrap">{}</pre>', rendered.text)
+            if rendered.text is not None
+            else ""
+        )
+        return format_html(
+            "{}<p><strong>Subject:</strong> {}</p>{}{}", about, rendered.subject, frame, text
+        )
+
+    @admin.display(description="stats")
+    def stats(self, obj: Campaign) -> SafeString:
+        return pretty_json(campaign_stats(campaigns=[obj])[obj.pk])
+
+    @admin.display(description="fan-out batches")
+    def fanout(self, obj: Campaign) -> SafeString | str:
+        batches = list(obj.fanouts.order_by("position").values_list("status", "last_error"))
+        if not batches:
+            return "none (not sent yet)"
+        done = sum(1 for status, _ in batches if status == WorkStatus.PROCESSED)
+        errors = [(error,) for status, error in batches if error and status != "processed"]
+        return format_html(
+            "<p>{} of {} done</p>{}",
+            done,
+            len(batches),
+            format_html_join("", "<p>{}</p>", errors[:5]),
+        )
+
+    # --- review actions ---
+
+    @admin.action(description="Approve selected campaigns", permissions=["approve_campaign"])
+    def approve(self, request: HttpRequest, queryset: QuerySet[Campaign]) -> None:
+        for campaign in queryset.order_by("submitted_at"):
+            try:
+                approved = campaign_approve(campaign_id=campaign.pk, user_id=_user_id(request))
+            except ServiceError as error:
+                self.message_user(
+                    request, f"“{campaign}” was not approved: {_error_text(error)}", messages.ERROR
+                )
+                continue
+            self.message_user(
+                request,
+                f"Approved “{approved}” for {approved.recipient_count} recipient(s).",
+                messages.SUCCESS,
+            )
+
+    @admin.action(
+        description="Reject selected campaigns (back to draft, with a reason)",
+        permissions=["approve_campaign"],
+    )
+    def reject(self, request: HttpRequest, queryset: QuerySet[Campaign]) -> HttpResponse | None:
+        reason = str(request.POST.get("reason", "")).strip()
+        if "apply" not in request.POST or not reason:
+            # First the reason, asked on a page of its own; the API shows it as
+            # `review_note`.
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Reject campaigns",
+                "campaigns": list(queryset),
+                "selected": [str(pk) for pk in queryset.values_list("pk", flat=True)],
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
+                "opts": self.model._meta,
+                "missing_reason": "apply" in request.POST,
+            }
+            return TemplateResponse(request, "admin/messaging/campaign/reject.html", context)
+        for campaign in queryset:
+            try:
+                campaign_reject(campaign_id=campaign.pk, user_id=_user_id(request), reason=reason)
+            except ServiceError as error:
+                self.message_user(
+                    request, f"“{campaign}” was not rejected: {_error_text(error)}", messages.ERROR
+                )
+                continue
+            self.message_user(request, f"Rejected “{campaign}” back to draft.", messages.SUCCESS)
+        return None
+
+
+admin.site.register(Campaign, CampaignAdmin)
+
+
+@admin.register(CampaignAwaitingReview)
+class CampaignAwaitingReviewAdmin(CampaignAdmin):
+    """The review queue: campaigns in review, the longest waiting first."""
+
+    list_display = ["name", "channel", "project", "submitted_at", "created_at"]
+    list_filter = ["channel"]
+    ordering = ["submitted_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return (
+            super()
+            .get_queryset(request)
+            .filter(status=CampaignStatus.IN_REVIEW, deleted_at__isnull=True)
+        )
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        # The history is kept on the campaign itself (approvals, rejections, sends).
+        return HttpResponseRedirect(reverse("admin:messaging_campaign_history", args=[object_id]))

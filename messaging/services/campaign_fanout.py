@@ -1,0 +1,384 @@
+"""Campaign fan-out on the work-queue kit.
+
+Starting a send plans it: the campaign's contacts, in contact-id order, are cut into
+ranges of CAMPAIGN_FANOUT_BATCH_SIZE (one index scan finds the boundaries), one
+`CampaignFanout` row per range. Workers claim the rows like any queue of the kit and
+work each in one transaction:
+
+1. The campaign row is read `FOR SHARE`: a batch of a campaign no longer `sending`
+   (canceled) makes nothing, and a cancel waits for the batches in flight to commit, so
+   no batch starts messages after the cancel is seen.
+2. The range's contacts are loaded with one query; unsubscribed ones (topic campaigns),
+   suppressed addresses and contacts without an address (email) are skipped.
+3. Every contact gets a `CampaignRecipient` row: one INSERT ... ON CONFLICT DO NOTHING
+   RETURNING, so only contacts that had no row yet go on. A batch redone after a worker
+   died (its lease ran out) therefore sends nobody a second message.
+4. Emails are rendered from the version frozen at approval and stored in bulk with their
+   delivery jobs (the email queue is woken after commit); push messages are made by the
+   push family through messaging/hooks.py.
+
+The batches of a campaign run in parallel on any number of workers. Contacts added to
+the audience (or topic) before their range's batch runs are included.
+"""
+
+import json
+import logging
+import uuid
+from collections.abc import Sequence
+from email.utils import make_msgid
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from config import clock
+from config.copy import RawJson, array_literal, copy_insert
+from config.workqueue.errors import WorkError
+from config.workqueue.models import WorkStatus
+from config.workqueue.policy import RetryPolicy, retry_policy_for
+from config.workqueue.queue import BatchWork, PerItem, WorkQueue
+from contacts.models import Contact
+from messaging.errors import TemplateRenderFailed
+from messaging.hooks import push_campaign_sender
+from messaging.models import (
+    Campaign,
+    CampaignFanout,
+    CampaignRecipient,
+    CampaignStatus,
+    Channel,
+    Email,
+    EmailDelivery,
+    EmailStatus,
+    RecipientStatus,
+    SkipReason,
+    Suppression,
+)
+from messaging.selectors.campaigns import campaign_candidates
+from messaging.services.campaign_progress import campaigns_finish
+from messaging.services.delivery import EMAIL_QUEUE
+from messaging.services.emails import bare_address
+from messaging.services.rendering import render_email, template_context
+
+logger = logging.getLogger(__name__)
+
+# 5 s, 10 s, 20 s ... capped at five minutes; a batch fails only when the database does.
+# Overridden service-wide by CAMPAIGN_FANOUT_RETRY_BASE_SECONDS, _FACTOR, _CAP_SECONDS,
+# _MAX_ATTEMPTS.
+DEFAULT_RETRY_POLICY = RetryPolicy(base_seconds=5.0, factor=2.0, cap_seconds=300.0, max_attempts=10)
+
+
+def fanout_retry_policy(batch: CampaignFanout | None = None) -> RetryPolicy:
+    return retry_policy_for(
+        None, default=DEFAULT_RETRY_POLICY, setting_prefix="CAMPAIGN_FANOUT_RETRY_"
+    )
+
+
+CAMPAIGN_FANOUT_QUEUE: WorkQueue[CampaignFanout] = WorkQueue(
+    model=CampaignFanout,
+    task="messaging.fan_out_campaigns",
+    wake_key="messaging:campaigns:wake",
+    retry_policy=fanout_retry_policy,
+    batch_size=lambda: int(settings.CAMPAIGN_FANOUT_CLAIM_BATCH_SIZE),
+    lease_seconds=lambda: float(settings.CAMPAIGN_FANOUT_LEASE_SECONDS),
+    order_by=("next_attempt_at", "position"),
+    prefetch_related=(
+        "campaign",
+        "campaign__project",
+        "campaign__template_version",
+        "campaign__template_version__template",
+        "campaign__audience",
+        "campaign__topic__project",
+    ),
+)
+
+
+# --- planning ---------------------------------------------------------------------------------
+
+
+def _boundaries(campaign: Campaign, size: int) -> list[uuid.UUID]:
+    """Every `size`-th contact id of the campaign's contacts, in id order (one scan)."""
+    candidates = campaign_candidates(campaign)
+    if candidates is None:
+        return []
+    sql, params = candidates.order_by().values("id").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) AS n "  # noqa: S608
+            f"FROM ({sql}) AS candidates) AS numbered WHERE n %% %s = 0 ORDER BY id",
+            [*params, size],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def campaign_fanout_plan(*, campaign: Campaign) -> int:
+    """Cuts the campaign's contacts into batches, stores one fan-out row per batch (due
+    now) and wakes the workers after commit; returns the number of batches. Runs in the
+    transaction that makes the campaign `sending`."""
+    size = max(int(settings.CAMPAIGN_FANOUT_BATCH_SIZE), 1)
+    bounds: list[uuid.UUID | None] = list(_boundaries(campaign, size))
+    starts: list[uuid.UUID | None] = [None, *bounds]
+    ends: list[uuid.UUID | None] = [*bounds, None]
+    now = clock.now()
+    CampaignFanout.objects.bulk_create(
+        [
+            CampaignFanout(
+                campaign=campaign,
+                position=position,
+                after_contact_id=after,
+                upto_contact_id=upto,
+                next_attempt_at=now,
+                created_at=now,
+            )
+            for position, (after, upto) in enumerate(zip(starts, ends, strict=True))
+        ]
+    )
+    transaction.on_commit(CAMPAIGN_FANOUT_QUEUE.wake)
+    return len(starts)
+
+
+# --- one batch ----------------------------------------------------------------------------------
+
+
+def _status_shared(campaign_id: uuid.UUID) -> str | None:
+    """The campaign's status, its row held FOR SHARE until the batch commits: a cancel
+    (an UPDATE) waits for the batch, and the batches of one campaign do not wait for
+    each other."""
+    table = connection.ops.quote_name(Campaign._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT status FROM {table} WHERE id = %s FOR SHARE", [campaign_id])  # noqa: S608
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _contacts_in(campaign: Campaign, batch: CampaignFanout) -> list[Contact]:
+    candidates = campaign_candidates(
+        campaign, after=batch.after_contact_id, upto=batch.upto_contact_id
+    )
+    if candidates is None:
+        return []
+    return list(candidates.only("id", "email", "external_id", "fields").order_by("id"))
+
+
+def _recipients_insert(
+    campaign: Campaign, rows: Sequence[tuple[uuid.UUID, str, str]]
+) -> set[uuid.UUID]:
+    """Inserts a recipient row per (contact, status, reason) unless the contact has one
+    already; returns the contacts whose row is new. One statement for the batch, its
+    arrays bound as text literals (a bound list of a thousand values costs more)."""
+    if not rows:
+        return set()
+    table = connection.ops.quote_name(CampaignRecipient._meta.db_table)
+    contact_ids, statuses, reasons = zip(*rows, strict=True)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (campaign_id, contact_id, status, reason, created_at) "  # noqa: S608
+            "SELECT %s, v.contact_id, v.status, v.reason, %s "
+            "FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(contact_id, status, reason) "
+            "ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING contact_id",
+            [
+                campaign.pk,
+                clock.now(),
+                array_literal(contact_ids),
+                array_literal(statuses),
+                array_literal(reasons),
+            ],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
+    """The addresses of `emails` on the project's suppression list. Contacts keep their
+    address in the project's normal form, the form the list keeps too."""
+    if not emails:
+        return set()
+    table = connection.ops.quote_name(Suppression._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT email FROM {table} WHERE project_id = %s AND email = ANY(%s::text[])",  # noqa: S608
+            [campaign.project_id, array_literal(emails)],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+EMAIL_COLUMNS = (
+    "id",
+    "project",
+    "from_email",
+    "to",
+    "recipients",
+    "subject",
+    "html",
+    "text",
+    "tags",
+    "data",
+    "template",
+    "template_version",
+    "contact",
+    "topic",
+    "campaign",
+    "status",
+    "message_id",
+    "last_error",
+    "request_fingerprint",
+    "created_at",
+)
+NO_TAGS, NO_DATA = RawJson("[]"), RawJson("{}")
+DELIVERY_COLUMNS = (
+    "email",
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "last_error",
+    "error_code",
+    "created_at",
+)
+
+
+def _emails_create(campaign: Campaign, contacts: Sequence[Contact]) -> int:
+    """One email per contact, rendered from the frozen version, stored with its delivery
+    job by COPY; a contact the template cannot be rendered for gets a `failed` email with
+    the reason (nothing is sent to it). Returns how many were queued."""
+    if not contacts:
+        return 0
+    version = campaign.template_version
+    assert version is not None
+    project = campaign.project
+    sender = campaign.sender
+    domain = bare_address(sender).rpartition("@")[2] or "sendrealm.local"
+    now = clock.now()
+    emails: list[tuple[Any, ...]] = []
+    queued: list[tuple[Any, ...]] = []
+    for contact in contacts:
+        email_id = uuid.uuid4()
+        # `to` and `recipients` are the same one address.
+        address = RawJson(json.dumps([contact.email or ""]))
+        status, last_error = EmailStatus.QUEUED, None
+        try:
+            rendered = render_email(version, template_context(project=project, contact=contact))
+        except TemplateRenderFailed as error:
+            status = EmailStatus.FAILED
+            last_error = f"The template could not be rendered for this contact: {error.details}"
+            subject, html, text = "", None, None
+        else:
+            subject, html, text = rendered.subject or "", rendered.html, rendered.text
+            queued.append((email_id, WorkStatus.ACCEPTED, 0, now, "", "", now))
+        emails.append(
+            (
+                email_id,
+                project.pk,
+                sender,
+                address,
+                address,
+                subject,
+                html,
+                text,
+                NO_TAGS,
+                NO_DATA,
+                version.template_id,
+                version.pk,
+                contact.pk,
+                campaign.topic_id,
+                campaign.pk,
+                status,
+                make_msgid(domain=domain),
+                last_error,
+                "",
+                now,
+            )
+        )
+    copy_insert(Email, EMAIL_COLUMNS, emails)
+    copy_insert(EmailDelivery, DELIVERY_COLUMNS, queued)
+    if queued:
+        transaction.on_commit(EMAIL_QUEUE.wake)
+    return len(queued)
+
+
+def _push_messages_create(campaign: Campaign, contacts: Sequence[Contact]) -> set[uuid.UUID]:
+    """Push messages through the push family; returns the contacts without a device."""
+    if not contacts:
+        return set()
+    sender = push_campaign_sender()
+    if sender is None:
+        raise WorkError("Push sending is not installed.", code="push_unavailable")
+    assert campaign.template_version is not None
+    assert campaign.app_id is not None
+    reached = sender(
+        project=campaign.project,
+        campaign_id=campaign.pk,
+        app_id=campaign.app_id,
+        version=campaign.template_version,
+        contacts=contacts,
+    )
+    return {contact.pk for contact in contacts} - reached
+
+
+def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[int, int]:
+    """Works one batch in the caller's transaction; returns the messages it made and the
+    contacts it skipped (both only for contacts it was the first to reach)."""
+    if _status_shared(campaign.pk) != CampaignStatus.SENDING:
+        return 0, 0
+    contacts = _contacts_in(campaign, batch)
+    skip: dict[uuid.UUID, str] = {}
+    for contact in contacts:
+        if not getattr(contact, "topic_subscribed", True):
+            skip[contact.pk] = SkipReason.UNSUBSCRIBED
+        elif campaign.channel == Channel.EMAIL and not contact.email:
+            skip[contact.pk] = SkipReason.NO_EMAIL
+    if campaign.channel == Channel.EMAIL:
+        listed = _suppressed(campaign, [c.email for c in contacts if c.pk not in skip and c.email])
+        for contact in contacts:
+            if contact.pk not in skip and contact.email in listed:
+                skip[contact.pk] = SkipReason.SUPPRESSED
+    new = _recipients_insert(
+        campaign,
+        [
+            (
+                contact.pk,
+                RecipientStatus.SUPPRESSED if contact.pk in skip else RecipientStatus.QUEUED,
+                skip.get(contact.pk, ""),
+            )
+            for contact in contacts
+        ],
+    )
+    reach = [contact for contact in contacts if contact.pk in new and contact.pk not in skip]
+    skipped = sum(1 for pk in skip if pk in new)
+    if campaign.channel == Channel.EMAIL:
+        return _emails_create(campaign, reach), skipped
+    unreached = _push_messages_create(campaign, reach)
+    if unreached:
+        CampaignRecipient.objects.filter(campaign=campaign, contact_id__in=unreached).update(
+            status=RecipientStatus.SUPPRESSED, reason=SkipReason.NO_INSTALLATION
+        )
+    return len(reach) - len(unreached), skipped + len(unreached)
+
+
+class CampaignFanoutWork(BatchWork[CampaignFanout]):
+    """Works claimed fan-out rows inside the kit's transaction."""
+
+    def __init__(self) -> None:
+        self.made: dict[Any, tuple[int, int]] = {}
+
+    def run(self, item: CampaignFanout) -> None:
+        self.made[item.pk] = campaign_fanout_run(campaign=item.campaign, batch=item)
+
+    def done_values(self, items: list[CampaignFanout]) -> dict[str, Any]:
+        return {
+            "messages": PerItem({item.pk: self.made[item.pk][0] for item in items}),
+            "skipped": PerItem({item.pk: self.made[item.pk][1] for item in items}),
+        }
+
+
+def campaign_fanout_batch() -> int:
+    """Claims fan-out rows (that commits), works them in one transaction, then checks
+    whether their campaigns finished; returns how many rows it claimed."""
+    token, items = CAMPAIGN_FANOUT_QUEUE.claim()
+    if not items:
+        return 0
+    CAMPAIGN_FANOUT_QUEUE.run(token=token, items=items, work=CampaignFanoutWork())
+    campaigns_finish(campaign_ids={item.campaign_id for item in items})
+    return len(items)
+
+
+def campaign_fanout_due(*, budget_seconds: float) -> tuple[int, bool]:
+    """Works due fan-out batches until none are left or the budget is spent."""
+    return CAMPAIGN_FANOUT_QUEUE.drain(campaign_fanout_batch, budget_seconds=budget_seconds)

@@ -1,0 +1,71 @@
+"""The end of a send: a campaign is `sent` once its fan-out has finished and none of its
+messages is queued any more. Checked after every fan-out batch and every delivery batch
+that touched a campaign (after their commit), and by the beat sweep as a safety net."""
+
+import logging
+import uuid
+from collections.abc import Collection
+from typing import Any
+
+from django.db.models import Exists, OuterRef
+
+from config import clock
+from config.workqueue.models import WorkStatus
+from messaging.hooks import push_campaign_progress
+from messaging.models import (
+    Campaign,
+    CampaignFanout,
+    CampaignStatus,
+    Channel,
+    Email,
+    EmailStatus,
+)
+
+logger = logging.getLogger(__name__)
+
+# Sending campaigns the sweep looks at per run, oldest first.
+SWEEP_LIMIT = 200
+
+
+def campaigns_finish(*, campaign_ids: Collection[Any]) -> int:
+    """Marks `sent` the campaigns of `campaign_ids` that are `sending`, whose fan-out is
+    done and whose messages have all left the queue; returns how many.
+
+    Run after the caller's writes committed: of two workers finishing the last messages
+    of one campaign, the later one sees both. One conditional UPDATE, so a campaign
+    finishes once, and a cancel that came first wins."""
+    wanted = {pk for pk in campaign_ids if pk is not None}
+    if not wanted:
+        return 0
+    unfinished_batches = CampaignFanout.objects.filter(campaign=OuterRef("pk")).exclude(
+        status=WorkStatus.PROCESSED
+    )
+    queued_emails = Email.objects.filter(campaign=OuterRef("pk"), status=EmailStatus.QUEUED)
+    candidates = (
+        Campaign.objects.filter(pk__in=wanted, status=CampaignStatus.SENDING)
+        .exclude(Exists(unfinished_batches))
+        .exclude(Exists(queued_emails))
+    )
+    push_ids = set(candidates.filter(channel=Channel.PUSH).values_list("pk", flat=True))
+    if push_ids:
+        reader = push_campaign_progress()
+        if reader is None:
+            candidates = candidates.exclude(pk__in=push_ids)
+        else:
+            busy = [pk for pk, progress in reader(campaign_ids=push_ids).items() if progress.queued]
+            candidates = candidates.exclude(pk__in=busy)
+    now = clock.now()
+    finished = candidates.update(status=CampaignStatus.SENT, sent_at=now, updated_at=now)
+    if finished:
+        logger.info("%d campaign(s) finished sending", finished)
+    return finished
+
+
+def campaigns_finish_stale(*, limit: int = SWEEP_LIMIT) -> int:
+    """The sweep's share: sending campaigns whose last worker stopped before its check."""
+    sending: list[uuid.UUID] = list(
+        Campaign.objects.filter(status=CampaignStatus.SENDING)
+        .order_by("started_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    return campaigns_finish(campaign_ids=sending)

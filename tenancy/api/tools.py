@@ -1,0 +1,17 @@
+"""Account discovery as an agent tool (see config.agenttools)."""
+
+from config.agenttools import AgentTool
+
+TOOLS = [
+    AgentTool(
+        name="projects_list",
+        description=(
+            "List the projects this key can reach. Every other tool takes one of their ids as "
+            "`project_id`; call this first to learn them."
+        ),
+        method="GET",
+        path="/projects",
+        listing="page",
+        project_scoped=False,
+    ),
+]

@@ -1,0 +1,607 @@
+"""Usage metering per project and day, and the monthly quotas of a team's plan.
+
+Counting never writes a database row per request. With Redis (every deployment; the
+cache's server):
+
+- Counts recorded after a commit (`usage_record`) go to a per-process buffer, and a
+  thread of the process adds them to Redis once a second (`USAGE_FLUSH_SECONDS`): one
+  script call per flush, whatever the traffic. A process killed outright loses at most
+  its last unflushed second.
+- Each project's day is a Redis hash (`usage:d:<project>:<date>`, one field per meter);
+  each team's month is another (`usage:m:<team>:<month>`), which the quota check reads.
+- A quota check (`usage_reserve`) is one script call that compares the team's month
+  with the plan and counts the request in the same step, so concurrent requests never
+  pass a limit together. What the write then does not use (duplicates, failures) is
+  given back.
+- Beat folds the day hashes into `UsageDay` rows (`usage_fold`): a day hash is renamed
+  to a fold key first (new counts start a fresh hash), added to its row in a transaction
+  that also records the fold key's token, and only then dropped, so a fold retried after
+  a crash finds its token and adds nothing twice.
+- Reads (`usage_days`) add what is not folded yet to the rows, so counts include the
+  current day.
+
+Without Redis (the embedded default of `make run`), buffered counts go straight to the
+`UsageDay` rows and the quota check reads them: fine for one machine.
+
+Sends are metered when the transport accepted them (emails_sent, push_sent), but their
+quota must stop requests before anything is stored: for those two meters the quota
+check counts the sends the API accepted in a field of its own (`q:<meter>`), so a send
+that is queued counts against the month once, whether or not it is delivered later.
+"""
+
+import atexit
+import datetime as dt
+import logging
+import os
+import threading
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import redis
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Sum
+
+from config import clock
+from config.api.errors import PlanLimitExceeded
+from config.redisclient import redis_client
+from tenancy.models import Meter, Project, UsageDay, UsageFold
+from tenancy.selectors import plan_terms_get
+
+logger = logging.getLogger(__name__)
+
+METERS: tuple[str, ...] = tuple(Meter.values)
+# Meters recorded when the work is done, later than the request: their quota counts what
+# the API accepted, in a field of its own.
+ACCEPTANCE_FIELDS = {Meter.EMAILS_SENT.value: "q:emails_sent", Meter.PUSH_SENT.value: "q:push_sent"}
+DIRTY = "usage:dirty"
+FOLDING = "usage:folding"
+# Marks a team's month hash as holding the month's folded counts too (see _seed).
+SEEDED = "seeded"
+MONTH_TTL_SECONDS = 62 * 86400
+# How long a fold key stays readable after its counts were committed: readers that took
+# their database snapshot before that commit still find the counts there.
+FOLD_GRACE_SECONDS = 600
+FOLD_BATCH = 1000
+# The longest range GET /project/usage answers.
+MAX_RANGE_DAYS = 366
+
+
+def day_key(project_id: str, day: dt.date) -> str:
+    return f"usage:d:{project_id}:{day.isoformat()}"
+
+
+def month_key(team_id: str, day: dt.date) -> str:
+    return f"usage:m:{team_id}:{day:%Y-%m}"
+
+
+def readers_key(project_id: str) -> str:
+    return f"usage:fk:{project_id}"
+
+
+def month_start(day: dt.date) -> dt.date:
+    return day.replace(day=1)
+
+
+def next_month_start(day: dt.date) -> dt.date:
+    return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
+def today() -> dt.date:
+    return clock.now().astimezone(dt.UTC).date()
+
+
+# --- scripts (each one round trip, atomic on the server) ----------------------------------
+
+# KEYS: dirty set. ARGV: groups of (day key, month key, meter, count). Returns the month
+# keys not seeded yet; their groups were skipped.
+_FLUSH = """
+local missing = {}
+for i = 1, #ARGV, 4 do
+  local day, month, meter, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+  if redis.call('HEXISTS', month, 'seeded') == 0 then
+    missing[#missing + 1] = month
+  else
+    redis.call('HINCRBY', month, meter, n)
+    redis.call('HINCRBY', day, meter, n)
+    redis.call('SADD', KEYS[1], day)
+  end
+end
+return missing
+"""
+
+# KEYS: month, day, dirty. ARGV: quota field, count, limit (-1: none), meter to record on
+# the day too ('' for none). Returns {1, used} when counted, {0, used} when over the
+# limit, {-1, 0} when the month is not seeded.
+_RESERVE = """
+if redis.call('HEXISTS', KEYS[1], 'seeded') == 0 then return {-1, 0} end
+local used = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local n = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+if limit >= 0 and n > 0 and used + n > limit then return {0, used} end
+redis.call('HINCRBY', KEYS[1], ARGV[1], n)
+if ARGV[4] ~= '' then
+  if ARGV[4] ~= ARGV[1] then redis.call('HINCRBY', KEYS[1], ARGV[4], n) end
+  redis.call('HINCRBY', KEYS[2], ARGV[4], n)
+  redis.call('SADD', KEYS[3], KEYS[2])
+end
+return {1, used + n}
+"""
+
+# KEYS: month. ARGV: ttl, then (field, count) pairs: the month's folded counts, added
+# once (the first caller sets `seeded`).
+_SEED = """
+if redis.call('HSETNX', KEYS[1], 'seeded', '1') == 1 then
+  for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], tonumber(ARGV[i + 1])) end
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
+end
+return 1
+"""
+
+# KEYS: dirty, folding. ARGV: token prefix, how many, now (score). Renames dirty day hashes
+# to fold keys (`<token>|<day key>`) and returns them.
+_FOLD_CLAIM = """
+local out = {}
+for i = 1, tonumber(ARGV[2]) do
+  local day = redis.call('SPOP', KEYS[1])
+  if not day then break end
+  if redis.call('EXISTS', day) == 1 then
+    local fold = ARGV[1] .. ':' .. i .. '|' .. day
+    redis.call('RENAME', day, fold)
+    redis.call('SADD', KEYS[2], fold)
+    local project = string.match(day, '^usage:d:([^:]+):')
+    redis.call('ZADD', 'usage:fk:' .. project, tonumber(ARGV[3]), fold)
+    out[#out + 1] = fold
+  end
+end
+return out
+"""
+
+# KEYS: the project's day hashes, then its readers index. Returns {days, folds}: each day
+# hash's fields, and the fold keys still readable with theirs.
+_READ = """
+local days = {}
+for i = 1, #KEYS - 1 do days[i] = redis.call('HGETALL', KEYS[i]) end
+local folds = {}
+for _, fold in ipairs(redis.call('ZRANGE', KEYS[#KEYS], 0, -1)) do
+  folds[#folds + 1] = fold
+  folds[#folds + 1] = redis.call('HGETALL', fold)
+end
+return {days, folds}
+"""
+
+_scripts: dict[tuple[int, str], Any] = {}
+
+
+def _script(client: redis.Redis, source: str) -> Any:
+    """A registered script (EVALSHA, loaded on first use) for this client."""
+    key = (id(client), source)
+    if key not in _scripts:
+        _scripts[key] = client.register_script(source)
+    return _scripts[key]
+
+
+# --- the database side -------------------------------------------------------------------
+
+_COLUMNS = ", ".join(METERS)
+_UPSERT = (
+    f"INSERT INTO {UsageDay._meta.db_table} (project_id, date, {_COLUMNS}) "  # noqa: S608
+    f"VALUES (%s, %s, {', '.join(['%s'] * len(METERS))}) "
+    "ON CONFLICT (project_id, date) DO UPDATE SET "
+    + ", ".join(f"{m} = {UsageDay._meta.db_table}.{m} + excluded.{m}" for m in METERS)
+)
+
+
+def _rows_add(project_id: str, day: dt.date, counts: dict[str, int]) -> None:
+    """Adds counts to a project's day row (created when missing), in the caller's
+    transaction. Works on PostgreSQL and SQLite alike."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _UPSERT, [uuid.UUID(project_id), day, *(int(counts.get(m, 0)) for m in METERS)]
+        )
+
+
+def _month_totals_folded(team_id: str, day: dt.date) -> dict[str, int]:
+    totals = UsageDay.objects.filter(
+        project__team_id=team_id,
+        date__gte=month_start(day),
+        date__lt=next_month_start(day),
+    ).aggregate(**{meter: Sum(meter) for meter in METERS})
+    return {meter: int(totals[meter] or 0) for meter in METERS}
+
+
+# --- recording after commit --------------------------------------------------------------
+
+
+@dataclass
+class _Buffer:
+    """Counts recorded in this process and not yet added to the shared counters."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    counts: dict[tuple[str, str, dt.date, str], int] = field(
+        default_factory=lambda: defaultdict(int)
+    )
+    wake: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def reset(self) -> None:
+        # In a forked child: the parent's counts are the parent's to flush, and its
+        # thread and lock do not exist here.
+        self.lock = threading.Lock()
+        self.counts = defaultdict(int)
+        self.wake = threading.Event()
+        self.thread = None
+
+    def add(self, key: tuple[str, str, dt.date, str], count: int) -> None:
+        with self.lock:
+            self.counts[key] += count
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self.run, name="usage-flush", daemon=True)
+                self.thread.start()
+
+    def take(self) -> dict[tuple[str, str, dt.date, str], int]:
+        with self.lock:
+            taken, self.counts = self.counts, defaultdict(int)
+        return dict(taken)
+
+    def put_back(self, counts: dict[tuple[str, str, dt.date, str], int]) -> None:
+        with self.lock:
+            for key, count in counts.items():
+                self.counts[key] += count
+
+    def run(self) -> None:
+        while True:
+            self.wake.wait(float(getattr(settings, "USAGE_FLUSH_SECONDS", 1.0)))
+            self.wake.clear()
+            try:
+                usage_flush()
+            except Exception:
+                logger.warning("Flushing usage counters failed; retrying", exc_info=True)
+
+
+_buffer = _Buffer()
+os.register_at_fork(after_in_child=_buffer.reset)
+
+
+def usage_record(*, project: Project, meter: str, count: int = 1) -> None:
+    """Counts `count` of `meter` for the project today, once the current transaction
+    commits (at once outside one). Costs no round trip: the process flushes every second."""
+    if count == 0 or not settings.USAGE_METERING:
+        return
+    key = (str(project.id), str(project.team_id), today(), str(meter))
+    transaction.on_commit(lambda: _buffer.add(key, count))
+
+
+# One flush at a time per process: a reader that flushes first (usage_days) then waits
+# for a flush the thread has in flight, instead of reading before its counts land.
+_flushing = threading.Lock()
+
+
+def _new_flush_lock() -> None:
+    # A fork while the parent's thread flushed would leave the child's copy held forever.
+    global _flushing
+    _flushing = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_flush_lock)
+
+
+def usage_flush() -> None:
+    """Adds this process's buffered counts to the shared counters now."""
+    with _flushing:
+        counts = _buffer.take()
+        if not counts:
+            return
+        try:
+            _flush(counts)
+        except Exception:
+            _buffer.put_back(counts)
+            raise
+
+
+def _flush(counts: dict[tuple[str, str, dt.date, str], int]) -> None:
+    client = redis_client()
+    if client is None:
+        by_row: dict[tuple[str, dt.date], dict[str, int]] = defaultdict(dict)
+        for (project_id, _, day, meter), count in counts.items():
+            by_row[(project_id, day)][meter] = count
+        with transaction.atomic():
+            for (project_id, day), row in sorted(by_row.items()):
+                _rows_add(project_id, day, row)
+        return
+    args: list[Any] = []
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for (project_id, team_id, day, meter), count in counts.items():
+        month = month_key(team_id, day)
+        group = [day_key(project_id, day), month, meter, count]
+        groups[month].extend(group)
+        args.extend(group)
+    flush = _script(client, _FLUSH)
+    missing = flush(keys=[DIRTY], args=args)
+    if not missing:
+        return
+    retry: list[Any] = []
+    for raw in set(missing):
+        month = raw.decode() if isinstance(raw, bytes) else str(raw)
+        _seed(client, month)
+        retry.extend(groups[month])
+    still = flush(keys=[DIRTY], args=retry)
+    if still:
+        raise RuntimeError(f"Usage months could not be seeded: {still!r}")
+
+
+def _seed(client: redis.Redis, month: str) -> None:
+    """Starts a team's month hash from the month's folded counts (zero in a new month;
+    after a loss of Redis, what had been folded before it)."""
+    _, _, team_id, period = month.split(":")
+    day = dt.date.fromisoformat(f"{period}-01")
+    folded = _month_totals_folded(team_id, day)
+    args: list[Any] = [MONTH_TTL_SECONDS]
+    for meter, value in folded.items():
+        args.extend([meter, value])
+        if meter in ACCEPTANCE_FIELDS:
+            args.extend([ACCEPTANCE_FIELDS[meter], value])
+    _script(client, _SEED)(keys=[month], args=args)
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    try:
+        usage_flush()
+    except Exception:
+        logger.warning("Usage counters of this process were lost at exit", exc_info=True)
+
+
+# --- quotas -------------------------------------------------------------------------------
+
+
+@dataclass
+class Reservation:
+    """Usage counted against a quota before the write that uses it: `settle` keeps what
+    the write used and gives back the rest; leaving its `with` block on an error gives
+    back everything."""
+
+    project: Project
+    meter: str
+    count: int
+    limited: bool
+    settled: bool = False
+
+    def settle(self, used: int | None = None) -> None:
+        if self.settled:
+            return
+        self.settled = True
+        used = self.count if used is None else min(max(used, 0), self.count)
+        if not self.limited:
+            if self.meter not in ACCEPTANCE_FIELDS:
+                usage_record(project=self.project, meter=self.meter, count=used)
+            return
+        unused = self.count - used
+        if unused:
+            _give_back(self.project, self.meter, unused)
+
+    def release(self) -> None:
+        self.settle(0)
+
+    def __enter__(self) -> "Reservation":
+        return self
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if kind is not None:
+            self.release()
+        else:
+            self.settle()
+
+
+def reset_at(day: dt.date) -> dt.datetime:
+    """When a month's quotas start again: the next month's first instant, UTC."""
+    return dt.datetime.combine(next_month_start(day), dt.time(), tzinfo=dt.UTC)
+
+
+def _over(meter: str, limit: int, used: int, count: int, plan: str, day: dt.date) -> Exception:
+    left = max(limit - used, 0)
+    return PlanLimitExceeded(
+        f"The plan's monthly limit of `{meter}` is reached.",
+        details=(
+            f"meter {meter}; limit {limit} per month (plan {plan}); used {used}, "
+            f"{left} left, {count} asked; resets at {clock.iso_utc(reset_at(day))}."
+        ),
+    )
+
+
+def usage_reserve(*, project: Project, meter: str, count: int = 1) -> Reservation:
+    """Counts `count` of `meter` against the team's monthly quota before the write, or
+    raises PlanLimitExceeded (422) with the meter, limit and reset time when it would go
+    past it. Use it as a context manager around the write, and `settle(used)` when the
+    write used fewer (duplicates). Unlimited meters only record what was used, after
+    commit. Redis unreachable: the check lets the request through (logged)."""
+    if not settings.USAGE_METERING:
+        return Reservation(project=project, meter=meter, count=0, limited=False)
+    terms = plan_terms_get(team_id=str(project.team_id))
+    limit = terms.quota(meter)
+    if limit is None or count <= 0:
+        return Reservation(project=project, meter=meter, count=max(count, 0), limited=False)
+    day = today()
+    client = redis_client()
+    if client is None:
+        used = _month_totals_folded(str(project.team_id), day)[meter]
+        if used + count > limit:
+            raise _over(meter, limit, used, count, terms.name, day)
+        return Reservation(project=project, meter=meter, count=count, limited=False)
+    try:
+        outcome, used = _reserve(client, project, meter, count, limit, day)
+    except redis.RedisError:
+        logger.warning("The quota of %s could not be checked; letting it pass", meter)
+        return Reservation(project=project, meter=meter, count=count, limited=False)
+    if outcome == 0:
+        raise _over(meter, limit, used, count, terms.name, day)
+    return Reservation(project=project, meter=meter, count=count, limited=True)
+
+
+def _reserve(
+    client: redis.Redis, project: Project, meter: str, count: int, limit: int, day: dt.date
+) -> tuple[int, int]:
+    month = month_key(str(project.team_id), day)
+    keys = [month, day_key(str(project.id), day), DIRTY]
+    quota_field = ACCEPTANCE_FIELDS.get(meter, meter)
+    record = "" if meter in ACCEPTANCE_FIELDS else meter
+    reserve = _script(client, _RESERVE)
+    for _ in range(2):
+        outcome, used = reserve(keys=keys, args=[quota_field, count, limit, record])
+        if outcome != -1:
+            return int(outcome), int(used)
+        _seed(client, month)
+    raise redis.RedisError("The month could not be seeded.")
+
+
+def _give_back(project: Project, meter: str, count: int) -> None:
+    client = redis_client()
+    if client is None:
+        return
+    day = today()
+    try:
+        _reserve(client, project, meter, -count, -1, day)
+    except redis.RedisError:
+        logger.warning("Giving back %d of %s failed", count, meter)
+
+
+def usage_month_used(*, project: Project, meter: str) -> int:
+    """What the team used of a quota this month (acceptances, for sends)."""
+    day = today()
+    client = redis_client()
+    if client is None:
+        return _month_totals_folded(str(project.team_id), day)[meter]
+    usage_flush()
+    month = month_key(str(project.team_id), day)
+    if not client.hexists(month, SEEDED):
+        _seed(client, month)
+    raw = client.hget(month, ACCEPTANCE_FIELDS.get(meter, meter))
+    return int(cast(bytes, raw) or 0)
+
+
+# --- folding ------------------------------------------------------------------------------
+
+
+def usage_fold(*, limit: int = FOLD_BATCH) -> int:
+    """Moves the live day counters into UsageDay rows; returns how many hashes it folded.
+    Safe to run concurrently and to retry after a crash at any point."""
+    client = redis_client()
+    if client is None:
+        return 0
+    now = clock.now()
+    token = f"usage:f:{uuid.uuid4().hex}"
+    _script(client, _FOLD_CLAIM)(keys=[DIRTY, FOLDING], args=[token, limit, now.timestamp()])
+    # Every pending fold key: this run's, and any a crashed run left behind.
+    folded = 0
+    for raw in cast(set[bytes], client.smembers(FOLDING)):
+        fold = raw.decode()
+        if _fold_one(client, fold, now):
+            folded += 1
+        client.srem(FOLDING, fold)
+        client.expire(fold, FOLD_GRACE_SECONDS)
+    # Tokens only need to outlive the retry of a crashed fold (the next beat run).
+    UsageFold.objects.filter(folded_at__lt=now - dt.timedelta(days=2)).delete()
+    return folded
+
+
+def fold_token(fold: str) -> str:
+    return fold.partition("|")[0]
+
+
+def fold_project(fold: str) -> str:
+    return fold.partition("|")[2].split(":")[2]
+
+
+def fold_date(fold: str) -> dt.date:
+    return dt.date.fromisoformat(fold.partition("|")[2].split(":")[3])
+
+
+def _fields(raw: Any) -> dict[str, int]:
+    """A HGETALL answer (a dict, or a flat list from a script) as meter counts."""
+    if isinstance(raw, dict):
+        pairs = list(raw.items())
+    else:
+        pairs = list(zip(raw[::2], raw[1::2], strict=True))
+    counts: dict[str, int] = {}
+    for name, value in pairs:
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        if name in METERS:
+            counts[name] = int(value)
+    return counts
+
+
+def _fold_one(client: redis.Redis, fold: str, now: dt.datetime) -> bool:
+    counts = _fields(client.hgetall(fold))
+    project_id = fold_project(fold)
+    client.zremrangebyscore(readers_key(project_id), "-inf", now.timestamp() - FOLD_GRACE_SECONDS)
+    if not any(counts.values()):
+        return False
+    try:
+        with transaction.atomic():
+            UsageFold.objects.create(token=fold_token(fold), folded_at=now)
+            _rows_add(project_id, fold_date(fold), counts)
+    except IntegrityError:
+        # Folded before a crash (the token exists), or the project is gone.
+        return False
+    return True
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _snapshot() -> Iterator[None]:
+    """One database snapshot for every query inside: the counts folded and the tokens of
+    the folds are read as of one moment."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        # Inside a caller's transaction the isolation level is the caller's to choose.
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+def usage_days(*, project: Project, start: dt.date, end: dt.date) -> dict[dt.date, dict[str, int]]:
+    """Every day from `start` to `end` (inclusive) with its counts: the folded rows plus
+    what is still live in Redis, so the current day is complete up to the last flush."""
+    usage_flush()
+    days = {
+        start + dt.timedelta(days=n): dict.fromkeys(METERS, 0)
+        for n in range((end - start).days + 1)
+    }
+    with _snapshot():
+        for row in UsageDay.objects.filter(project=project, date__gte=start, date__lte=end).values(
+            "date", *METERS
+        ):
+            for meter in METERS:
+                days[row["date"]][meter] += int(row[meter])
+        client = redis_client()
+        if client is None:
+            return days
+        project_id = str(project.id)
+        keys = [day_key(project_id, day) for day in days]
+        live, folds = _script(client, _READ)(keys=[*keys, readers_key(project_id)], args=[])
+        for day, raw in zip(days, live, strict=True):
+            for meter, count in _fields(raw).items():
+                days[day][meter] += count
+        pending = {
+            (folds[i].decode() if isinstance(folds[i], bytes) else folds[i]): folds[i + 1]
+            for i in range(0, len(folds), 2)
+        }
+        committed = set(
+            UsageFold.objects.filter(token__in=[fold_token(fold) for fold in pending]).values_list(
+                "token", flat=True
+            )
+        )
+    for fold, raw in pending.items():
+        day = fold_date(fold)
+        if fold_token(fold) in committed or day not in days:
+            continue
+        for meter, count in _fields(raw).items():
+            days[day][meter] += count
+    return days
