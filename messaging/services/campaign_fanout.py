@@ -24,7 +24,7 @@ the audience (or topic) before their range's batch runs are included.
 import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
 from django.conf import settings
@@ -54,6 +54,7 @@ from messaging.models import (
 )
 from messaging.selectors.campaigns import campaign_candidates
 from messaging.services.campaign_progress import campaigns_finish
+from messaging.services.campaigns import Actor, campaign_history_record
 from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.emails import bare_address
 from messaging.services.rendering import EmailRenderer, contact_variables
@@ -411,3 +412,35 @@ def campaign_fanout_batch() -> int:
 def campaign_fanout_due(*, budget_seconds: float) -> tuple[int, bool]:
     """Works due fan-out batches until none are left or the budget is spent."""
     return CAMPAIGN_FANOUT_QUEUE.drain(campaign_fanout_batch, budget_seconds=budget_seconds)
+
+
+def campaign_fanouts_requeue(*, ids: Iterable[Any], user_id: int) -> int:
+    """Gives dead-lettered fan-out batches of campaigns still `sending` a fresh set of
+    attempts, due now (the workers are woken after commit), and records the resumption
+    in each campaign's history; returns how many. A redone batch reaches only contacts
+    without a recipient row, so nobody gets a second message. Other batches, and those
+    of campaigns no longer sending, are left alone."""
+    with transaction.atomic():
+        dead = list(
+            CampaignFanout.objects.select_related("campaign").filter(
+                pk__in=list(ids),
+                status=WorkStatus.DEAD_LETTERED,
+                campaign__status=CampaignStatus.SENDING,
+            )
+        )
+        if not dead:
+            return 0
+        count = CAMPAIGN_FANOUT_QUEUE.requeue(ids=[batch.pk for batch in dead])
+        positions: dict[uuid.UUID, list[int]] = {}
+        campaigns = {}
+        for batch in dead:
+            positions.setdefault(batch.campaign_id, []).append(batch.position)
+            campaigns[batch.campaign_id] = batch.campaign
+        for campaign_id, requeued in positions.items():
+            numbers = ", ".join(str(position) for position in sorted(requeued))
+            campaign_history_record(
+                campaign=campaigns[campaign_id],
+                actor=Actor(user_id=user_id),
+                message=f"Fan-out resumed: dead-lettered batch(es) {numbers} requeued",
+            )
+        return count

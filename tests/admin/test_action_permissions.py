@@ -26,7 +26,7 @@ from django_celery_beat.models import (
 
 from automations.models import RunJob
 from events.models import Event, EventStatus, EventType
-from messaging.models import EmailDelivery
+from messaging.models import CampaignFanout, EmailDelivery
 from tests.automations.factories import (
     AutomationFactory,
     AutomationRunFactory,
@@ -141,6 +141,15 @@ def console_rows(world):
     RunJob.objects.create(run=run, status="dead_lettered", last_error="Deadlock", attempts=8)
     ImportChunkFactory(import_record__project=world.project, dead=True)
     CampaignFactory(project=world.project, in_review=True)
+    sending = CampaignFactory(project=world.project, approved=True, status="sending")
+    CampaignFanout.objects.create(
+        campaign=sending,
+        position=0,
+        status="dead_lettered",
+        attempts=10,
+        next_attempt_at=occurred,
+        last_error="Deadlock",
+    )
     return world
 
 
@@ -205,6 +214,7 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("messaging.Campaign", "reject"),
         ("messaging.CampaignAwaitingReview", "approve"),
         ("messaging.CampaignAwaitingReview", "reject"),
+        ("messaging.CampaignFanout", "requeue"),
         ("pushproviders.PushDelivery", "requeue"),
         ("imports.ImportChunk", "requeue"),
         ("django_celery_beat.PeriodicTask", "enable_tasks"),
