@@ -13,12 +13,14 @@ work each in one transaction:
 3. Every contact gets a `CampaignRecipient` row: one INSERT ... ON CONFLICT DO NOTHING
    RETURNING, so only contacts that had no row yet go on. A batch redone after a worker
    died (its lease ran out) therefore sends nobody a second message.
-4. Emails are rendered from the version frozen at approval and stored in bulk with their
+4. Emails are rendered from the version frozen at approval (`EmailRenderer`: what each
+   contact alone would get, for less work per contact) and stored by COPY with their
    delivery jobs (the email queue is woken after commit); push messages are made by the
    push family through messaging/hooks.py.
 
 The batches of a campaign run in parallel on any number of workers. Contacts added to
-the audience (or topic) before their range's batch runs are included.
+the audience (or topic) before their range's batch runs are included. A batch whose
+retries ran out keeps its campaign `sending` until staff requeue it.
 """
 
 import json
@@ -421,8 +423,12 @@ def campaign_fanouts_requeue(*, ids: Iterable[Any], user_id: int) -> int:
     without a recipient row, so nobody gets a second message. Other batches, and those
     of campaigns no longer sending, are left alone."""
     with transaction.atomic():
+        # The batches locked: of two staff requeueing at once, the later finds them no
+        # longer dead-lettered and records nothing. Not the campaign: a cancel may run.
         dead = list(
-            CampaignFanout.objects.select_related("campaign").filter(
+            CampaignFanout.objects.select_related("campaign")
+            .select_for_update(of=("self",))
+            .filter(
                 pk__in=list(ids),
                 status=WorkStatus.DEAD_LETTERED,
                 campaign__status=CampaignStatus.SENDING,

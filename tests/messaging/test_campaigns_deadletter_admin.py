@@ -3,10 +3,13 @@ refusing its writes) keeps its campaign `sending`; staff who may change batches 
 it, the send resumes and finishes with one message per contact; staff who may only view
 cannot."""
 
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import LogEntry
@@ -17,7 +20,11 @@ from django.urls import reverse
 
 from config.workqueue.models import WorkStatus
 from messaging.models import Campaign, CampaignFanout, CampaignRecipient, CampaignStatus, Email
-from messaging.services.campaign_fanout import CAMPAIGN_FANOUT_QUEUE, campaign_fanout_batch
+from messaging.services.campaign_fanout import (
+    CAMPAIGN_FANOUT_QUEUE,
+    campaign_fanout_batch,
+    campaign_fanouts_requeue,
+)
 from messaging.services.campaigns import campaign_approve
 from messaging.services.delivery import emails_deliver_batch
 from tests.factories import UserFactory
@@ -49,7 +56,7 @@ def refusing_recipient_rows() -> None:
     test's transaction ends."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "CREATE FUNCTION pg_temp.refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "CREATE OR REPLACE FUNCTION pg_temp.refuse() RETURNS trigger LANGUAGE plpgsql AS "
             "$$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'; END $$"
         )
         cursor.execute(
@@ -178,3 +185,49 @@ def test_batches_of_a_canceled_campaign_and_live_batches_are_left_alone(stuck, a
     assert dead.status == WorkStatus.DEAD_LETTERED
     done.refresh_from_db()
     assert done.status == WorkStatus.PROCESSED
+
+
+def _database_kwargs() -> dict[str, Any]:
+    settings = connection.settings_dict
+    return {
+        "host": settings["HOST"],
+        "port": settings["PORT"],
+        "user": settings["USER"],
+        "password": settings["PASSWORD"],
+        "dbname": settings["NAME"],
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_of_two_staff_requeueing_at_once_the_later_requeues_and_records_nothing(stuck):
+    campaign, dead = stuck
+    user, _ = staff_with("view_campaignfanout", "change_campaignfanout")
+    results: list[int] = []
+    # The other staff member's requeue, in flight: the batch locked, not yet committed.
+    with (
+        psycopg.connect(**_database_kwargs()) as other,
+        # Activity read outside `other`'s transaction, which would keep its first snapshot.
+        psycopg.connect(**_database_kwargs(), autocommit=True) as watcher,
+    ):
+        other.execute("SELECT id FROM messaging_campaignfanout WHERE id = %s FOR UPDATE", [dead.pk])
+        later = threading.Thread(
+            target=lambda: results.append(campaign_fanouts_requeue(ids=[dead.pk], user_id=user.pk))
+        )
+        later.start()
+        deadline = time.monotonic() + 10
+        while not watcher.execute(
+            "SELECT 1 FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone():
+            assert time.monotonic() < deadline, "the later requeue never waited for the lock"
+            time.sleep(0.05)
+        other.execute(
+            "UPDATE messaging_campaignfanout SET status = 'accepted', attempts = 0 WHERE id = %s",
+            [dead.pk],
+        )
+    later.join(timeout=10)
+
+    assert results == [0]
+    assert not LogEntry.objects.filter(
+        object_id=str(campaign.pk), change_message__startswith="Fan-out resumed"
+    ).exists()
