@@ -20,11 +20,11 @@ TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test DATABASE_URL='$(TEST_DAT
 	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
 # `make run`'s embedded default (SQLite) has write paths of its own: these tests run a
 # second time on a SQLite file under .run/ (tests that need PostgreSQL skip themselves).
-SQLITE_TESTS := tests/contacts/test_contacts_api.py tests/contacts/test_contacts_services.py \
-	tests/contacts/test_contacts_races.py tests/events/test_ingest_api.py \
-	tests/events/test_processing.py tests/tenancy/test_commands.py \
+SQLITE_TESTS := tests/config/test_bulk.py tests/contacts/test_contacts_api.py \
+	tests/contacts/test_contacts_services.py tests/contacts/test_contacts_races.py \
+	tests/events/test_ingest_api.py tests/events/test_processing.py tests/tenancy/test_commands.py \
 	tests/messaging/test_emails_api.py tests/messaging/test_emails_delivery.py \
-	tests/automations/test_automations_api.py
+	tests/automations/test_automations_api.py tests/automations/test_engine_api.py
 SQLITE_TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test \
 	DATABASE_URL='sqlite:///$(CURDIR)/.run/sqlite.sqlite3' \
 	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'

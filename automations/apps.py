@@ -3,11 +3,11 @@ from django.apps import AppConfig
 from config.agenttools import register_agent_tools
 from config.metrics_hooks import register_metrics_source
 from contacts.hooks import register_contact_deleted_handler, register_timeline_source
-from events.hooks import register_event_handler
+from events.hooks import register_event_batch_handler
 from tenancy.preparedactions.registry import Operation, register
 
 # Every processed event passes here: it completes the contact's waits and starts runs.
-register_event_handler("automations.services.triggers.automations_event_handle")
+register_event_batch_handler("automations.services.triggers.AutomationsEventBatch")
 # A deleted contact's runs in progress end (canceled), like an archived automation's.
 register_contact_deleted_handler("automations.services.runs.runs_of_deleted_contact")
 # Runs and their steps on a contact's timeline in the staff console, with a cancel button.

@@ -11,7 +11,14 @@ Keep every effect in the database transaction (anything leaving it goes through
 Later events of the same batch resolve their contacts through an index loaded when the
 batch started (plus what identity resolution itself created or changed), so a handler
 must not change a contact's email or external id, or delete it: the rest of its batch
-would still resolve to the contact as it was."""
+would still resolve to the contact as it was.
+
+A batch handler sees a batch's events together, for writes it makes once for many
+events (one insert of the runs a batch starts): a new one is opened per batch, `handle`d
+each event in the batch's order and `flush`ed at the end of the batch's savepoint, whose
+rollback undoes the flush too. When the batch is redone event by event, each event gets
+a handler of its own, flushed inside the event's savepoint: the event's writes still
+stand or fall with it."""
 
 from typing import TYPE_CHECKING, Protocol
 
@@ -26,7 +33,18 @@ class EventHandler(Protocol):
     def __call__(self, *, event: "Event", contact: "Contact | None") -> None: ...
 
 
+class EventBatchHandler(Protocol):
+    def handle(self, *, event: "Event", contact: "Contact | None") -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class EventBatchHandlerFactory(Protocol):
+    def __call__(self) -> EventBatchHandler: ...
+
+
 _handlers: Handlers[EventHandler] = Handlers()
+_batch_handlers: Handlers[EventBatchHandlerFactory] = Handlers()
 
 
 def register_event_handler(handler: EventHandler | str) -> EventHandler | str:
@@ -41,3 +59,18 @@ def unregister_event_handler(handler: EventHandler | str) -> None:
 
 def event_handlers() -> tuple[EventHandler, ...]:
     return _handlers.all()
+
+
+def register_event_batch_handler(
+    factory: EventBatchHandlerFactory | str,
+) -> EventBatchHandlerFactory | str:
+    """Adds a batch handler (once): what opens one, e.g. its class, or its dotted path."""
+    return _batch_handlers.register(factory)
+
+
+def unregister_event_batch_handler(factory: EventBatchHandlerFactory | str) -> None:
+    _batch_handlers.unregister(factory)
+
+
+def event_batch_handlers() -> tuple[EventBatchHandlerFactory, ...]:
+    return _batch_handlers.all()

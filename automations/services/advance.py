@@ -12,28 +12,56 @@ the sweep that times waits out, an index range scan however many waits lie furth
 import uuid
 from typing import Any
 
-from automations.models import AutomationRun, RunJob, RunStep, RunWait
+from automations.models import (
+    Automation,
+    AutomationRun,
+    AutomationVersion,
+    RunJob,
+    RunStep,
+    RunWait,
+)
 from automations.queue import RUN_QUEUE
-from automations.services.engine import History, LiveEngine, Verdict
+from automations.services.engine import History, LiveEngine, Verdict, new_writes
+from automations.services.writes import Writes
 from config.workqueue.models import WorkStatus
 from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
+from tenancy.models import Project
 
 __all__ = ["BatchOutcome", "runs_advance_batch", "runs_advance_due", "runs_claim"]
 
 
 class AdvanceWork(BatchWork[RunJob]):
     """Locks the batch's runs (in key order, as event processing does) and loads their
-    timelines and waits in three queries, then advances each run."""
+    contacts, automations, versions, projects, timelines and waits in six queries, then
+    advances each run. Run together, the
+    advances' writes are gathered and written at the end, for the whole batch at once
+    (automations/services/writes.py); run by run (after a failure), each advance writes
+    its own inside its savepoint."""
 
     def begin(self, items: list[RunJob]) -> None:
+        gathered: Writes | None = getattr(self, "writes", None)
+        if gathered is not None:
+            # The batch is redone run by run: what its first pass gathered is undone.
+            gathered.discard()
         ids = sorted(item.pk for item in items)
         self.runs: dict[uuid.UUID, AutomationRun] = {
             run.id: run
             for run in AutomationRun.objects.select_for_update(of=("self",))
-            .select_related("automation", "version", "contact", "project")
+            .select_related("contact")
             .filter(id__in=ids)
             .order_by("id")
         }
+        # Apart from the runs: a batch's runs share a few automations, versions and
+        # projects, each then read once (a version's definition, up to 200 steps, parsed
+        # once) instead of once per run. Read after the runs are locked, so as fresh.
+        runs = self.runs.values()
+        automations = Automation.objects.in_bulk({run.automation_id for run in runs})
+        versions = AutomationVersion.objects.in_bulk({run.version_id for run in runs})
+        projects = Project.objects.in_bulk({run.project_id for run in runs})
+        for run in runs:
+            run.automation = automations[run.automation_id]
+            run.version = versions[run.version_id]
+            run.project = projects[run.project_id]
         started = [run.id for run in self.runs.values() if run.started_at is not None]
         steps: dict[uuid.UUID, list[RunStep]] = {}
         waits: dict[uuid.UUID, list[RunWait]] = {}
@@ -46,16 +74,39 @@ class AdvanceWork(BatchWork[RunJob]):
             run_id: History(steps.get(run_id, []), waits.get(run_id, [])) for run_id in self.runs
         }
         self.verdicts: dict[uuid.UUID, Verdict] = {}
+        self.writes: Writes | None = None
+
+    def begin_together(self, items: list[RunJob]) -> None:
+        self.writes = new_writes(likely=self.addresses)
+
+    def addresses(self) -> list[tuple[Project, list[str]]]:
+        """The batch's contacts' addresses by project: what its sends go to."""
+        by_project: dict[uuid.UUID, tuple[Project, list[str]]] = {}
+        for run in self.runs.values():
+            if run.contact is not None and run.contact.email:
+                by_project.setdefault(run.project_id, (run.project, []))[1].append(
+                    run.contact.email
+                )
+        return list(by_project.values())
 
     def run(self, item: RunJob) -> None:
         run = self.runs.get(item.pk)
         if run is None:
             self.verdicts[item.pk] = Verdict("done")
             return
-        engine = LiveEngine(run=run, history=self.histories[run.id])
-        verdict = engine.advance()
-        engine.save()
+        engine = LiveEngine(run=run, history=self.histories[run.id], writes=self.writes)
+        try:
+            verdict = engine.advance()
+            engine.save()
+        except Exception:
+            if self.writes is None:
+                engine.writes.discard()
+            raise
         self.verdicts[item.pk] = verdict
+
+    def finish_together(self, items: list[RunJob]) -> None:
+        assert self.writes is not None
+        self.writes.flush()
 
     def dropped(self, item: RunJob) -> None:
         self.verdicts.pop(item.pk, None)

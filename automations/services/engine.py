@@ -19,7 +19,7 @@ its job idle) at the step it would take until the automation is resumed.
 
 import copy
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,19 +40,19 @@ from automations.models import (
     WaitStatus,
 )
 from automations.services.triggers import contact_facts
+from automations.services.writes import Writes
 from config import clock
 from config.api.errors import ServiceError
 from contacts.models import Contact
 from contacts.normalization import merge_fields
 from contacts.services import contact_update
-from messaging.models import EmailStatus
 from messaging.selectors.suppressions import suppressed_among
 from messaging.selectors.templates import (
     template_get,
     template_version_current,
     template_version_published,
 )
-from messaging.services.emails import EmailRequest, email_send
+from messaging.services.emails import EmailRequest, Likely
 from messaging.services.rendering import SampleEvent, render_email, render_push, template_context
 from pushproviders.selectors import push_installation_list
 from pushproviders.services.sending import push_send
@@ -83,6 +83,11 @@ RUN_FIELDS = [
     "virtual_now",
     "updated_at",
 ]
+
+
+def new_writes(*, likely: Callable[[], Likely] | None = None) -> Writes:
+    """Writes for advances of this engine (a suppressed send marks its step so)."""
+    return Writes(suppressed_outcome=OUTCOME_SUPPRESSED, likely=likely)
 
 
 @dataclass(frozen=True)
@@ -178,13 +183,19 @@ class Engine:
 
     test = False
 
-    def __init__(self, *, run: AutomationRun, history: History) -> None:
+    def __init__(
+        self, *, run: AutomationRun, history: History, writes: Writes | None = None
+    ) -> None:
         self.run = run
         self.automation = run.automation
         self.history = history
         self.steps = steps_of(run.version)
         self.contact: Contact | None = run.contact
         self.taken = 0
+        # Shared by the advances of a batch (written once for all of them), else this
+        # engine's own, written by `save`.
+        self.shared = writes is not None
+        self.writes = writes if writes is not None else new_writes()
 
     # --- what differs -----------------------------------------------------------------
 
@@ -313,7 +324,7 @@ class Engine:
         return following
 
     def _record(self, row: RunStep) -> None:
-        row.save(force_insert=True)
+        self.writes.step(row)
         self.history.add_step(row)
 
     def open_wait(self, step: Mapping[str, Any], row: RunStep, *, timeout_at: Any) -> RunWait:
@@ -363,7 +374,7 @@ class Engine:
                 self.run.status = RunStatus.WAITING
                 return Verdict("park", wait.timeout_at)
             wait.status, wait.resolved_at = WaitStatus.TIMED_OUT, now
-            wait.save(update_fields=["status", "resolved_at"])
+            self.writes.wait_changed(wait)
         elif wait.status == WaitStatus.CANCELED:
             return self._stop(TerminalReason.CANCELED)
         outcome = OUTCOME_EVENT if wait.status == WaitStatus.MATCHED else OUTCOME_TIMEOUT
@@ -371,7 +382,7 @@ class Engine:
         row.completed_at = wait.resolved_at or now
         if step["type"] == StepType.WAIT_FOR_EVENT:
             row.outcome = outcome
-        row.save(update_fields=["status", "completed_at", "outcome"])
+        self.writes.step_changed(row)
         self._started()
         self.run.completed_step_key = key
         return self.following_wait(step, outcome)
@@ -398,7 +409,7 @@ class Engine:
             if row._state.adding:
                 self._record(row)
             else:
-                row.save(update_fields=["status", "error", "completed_at"])
+                self.writes.step_changed(row)
         run.status = RunStatus.FAILED
         run.terminal_reason = TerminalReason.FAILED
         run.last_error = message
@@ -406,7 +417,9 @@ class Engine:
         return DONE
 
     def _stop(self, reason: str) -> Verdict:
-        """Ends the run `canceled` with its open wait and waiting step."""
+        """Ends the run `canceled` with its open wait and waiting step. Written at once,
+        not gathered: a stop is rare, and it comes before anything else this advance
+        would write for the run's rows (a stopping run resumes no wait)."""
         run = self.run
         now = self.now()
         RunWait.objects.filter(run=run, status=WaitStatus.WAITING).update(
@@ -428,8 +441,11 @@ class Engine:
         return HOLD
 
     def save(self) -> None:
+        """The run's new state joins the writes; the engine's own writes are written."""
         self.run.updated_at = clock.now()
-        self.run.save(update_fields=RUN_FIELDS)
+        self.writes.run(self.run, RUN_FIELDS)
+        if not self.shared:
+            self.writes.flush()
 
 
 class LiveEngine(Engine):
@@ -456,7 +472,9 @@ class LiveEngine(Engine):
         contact = self._contact()
         if not contact.email:
             raise StepFailed("The contact has no email address.")
-        email, _ = email_send(
+        # Checked and rendered now (a step that cannot send fails here); stored, and
+        # checked against the suppression list, with the rest of the writes.
+        email = self.writes.emails.add(
             project=self.run.project,
             request=EmailRequest(
                 to=[],
@@ -466,10 +484,9 @@ class LiveEngine(Engine):
                 event=self.trigger_event(),
                 variables=self.variables(),
             ),
+            contact=contact,
         )
-        row.email = email
-        if email.status == EmailStatus.SUPPRESSED:
-            row.outcome = OUTCOME_SUPPRESSED
+        self.writes.email(row, email)
 
     def send_push(self, step: Mapping[str, Any], row: RunStep) -> None:
         contact = self._contact()
@@ -499,7 +516,7 @@ class LiveEngine(Engine):
     def enter_wait(self, step: Mapping[str, Any], row: RunStep) -> Verdict:
         now = self.now()
         wait = self.open_wait(step, row, timeout_at=now + self.duration_of(step))
-        wait.save(force_insert=True)
+        self.writes.wait(wait)
         # Metered after the step's transaction commits; test runs' simulated waits are not.
         usage_record(project=self.run.project, meter=Meter.WAITS_CREATED)
         self.history.add_wait(wait)
@@ -650,7 +667,7 @@ class TestEngine(Engine):
             outcome = OUTCOME_TIMEOUT
         self.run.virtual_now = wait.resolved_at
         # Stored resolved: a test run's wait is never open, so no real event can match it.
-        wait.save(force_insert=True)
+        self.writes.wait(wait)
         self.history.add_wait(wait)
         row.completed_at = wait.resolved_at
         if step["type"] == StepType.WAIT_FOR_EVENT:

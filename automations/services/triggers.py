@@ -1,7 +1,8 @@
-"""Where events meet automations: the handler that event processing calls for every event
-(events/hooks.py, registered in automations/apps.py). It matches the contact's open
-`wait_for_event` waits and starts runs of the active automations the event triggers, in
-the event's processing transaction, and wakes the run workers after it commits.
+"""Where events meet automations: the batch handler of event processing (events/hooks.py,
+registered in automations/apps.py). It matches the contact's open `wait_for_event` waits
+and starts runs of the active automations the events trigger, in the batch's processing
+transaction (the runs of a batch in one insert), and wakes the run workers after it
+commits.
 
 Most events concern no automation, so the handler first asks an in-process map of the
 project's triggers (the event names that start runs, and the names open waits may be
@@ -16,12 +17,13 @@ import logging
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 
 from automations import conf
 from automations.definition.conditions import condition_holds, payload_value
@@ -41,6 +43,7 @@ from automations.models import (
 )
 from automations.queue import RUN_QUEUE
 from config import clock
+from config.bulk import rows_insert
 from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from events.models import Event, EventSource
@@ -190,41 +193,37 @@ def contact_facts(contact: Contact | None) -> dict[str, Any]:
     }
 
 
-def automations_event_handle(*, event: Event, contact: Contact | None) -> None:
-    """Event processing's handler: completes the contact's waits for this event, then
-    starts the runs it triggers. Runs need a contact: an event without one (a system event
-    about no contact) concerns no automation."""
-    if contact is None:
-        return
-    triggers = project_triggers(event.project_id)
-    woken = False
-    if event.event in triggers.wait_events:
-        woken = waits_match(event=event, contact=contact)
-    started = triggers.by_event.get(event.event)
-    if started:
-        woken = runs_start(event=event, contact=contact, triggers=started) or woken
-    if woken:
-        transaction.on_commit(RUN_QUEUE.wake)
+class AutomationsEventBatch:
+    """Event processing's batch handler (events/hooks.py): completes the contact's waits
+    for each event as it comes (one query, and only for event names a wait may wait
+    for), and gathers the runs the events start, inserted together by `flush`. Runs need
+    a contact: an event without one (a system event about no contact) concerns no
+    automation. The project's trigger map is looked up once per batch."""
 
+    def __init__(self) -> None:
+        self.maps: dict[Any, ProjectTriggers] = {}
+        self.starts: list[Start] = []
+        self.woken = False
 
-def _insert_or_skip(instance: models.Model) -> bool:
-    """Inserts the row unless a unique key already holds it (`ON CONFLICT DO NOTHING`), in
-    one round trip; whether it was inserted."""
-    meta = instance._meta
-    quote = connection.ops.quote_name
-    # Keys the database numbers itself are left to it.
-    fields = [f for f in meta.concrete_fields if not isinstance(f, models.AutoField)]
-    columns = ", ".join(quote(f.column) for f in fields)
-    marks = ", ".join(["%s"] * len(fields))
-    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
-    assert meta.pk is not None
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({marks}) "  # noqa: S608
-        f"ON CONFLICT DO NOTHING RETURNING {quote(meta.pk.column)}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        return cursor.fetchone() is not None
+    def handle(self, *, event: Event, contact: Contact | None) -> None:
+        if contact is None:
+            return
+        triggers = self.maps.get(event.project_id)
+        if triggers is None:
+            triggers = self.maps[event.project_id] = project_triggers(event.project_id)
+        if event.event in triggers.wait_events and waits_match(event=event, contact=contact):
+            self.woken = True
+        started = triggers.by_event.get(event.event)
+        if started:
+            self.starts += runs_planned(event=event, contact=contact, triggers=started)
+
+    def flush(self) -> None:
+        starts, self.starts = self.starts, []
+        if starts and runs_start(starts=starts):
+            self.woken = True
+        if self.woken:
+            self.woken = False
+            transaction.on_commit(RUN_QUEUE.wake)
 
 
 def _identity(event: Event, contact: Contact) -> tuple[str, str]:
@@ -236,15 +235,22 @@ def _identity(event: Event, contact: Contact) -> tuple[str, str]:
     return IdentityType.EMAIL, contact.email or ""
 
 
-def runs_start(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...]) -> bool:
-    """Starts a run of each automation whose trigger filter the event passes and whose
-    reentry rule lets the contact in; whether any started. Everything is a unique key:
-    the run's (automation, trigger event), and for `once` / `once_per_correlation` the
-    contact's entry, inserted first, so two events racing for one contact start one run."""
+@dataclass(frozen=True)
+class Start:
+    """A run an event starts (not stored yet), and the contact's entry when the reentry
+    rule needs one."""
+
+    run: AutomationRun
+    entry: AutomationEntry | None
+
+
+def runs_planned(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...]) -> list[Start]:
+    """The runs of the automations whose trigger filter the event passes (and that have
+    a correlation value where `once_per_correlation` needs one), for `runs_start`."""
     now = clock.now()
     facts = {"payload": event.payload, "contact": contact_facts(contact)}
     identity_type, identity_value = _identity(event, contact)
-    started = False
+    planned = []
     for trigger in triggers:
         if not condition_holds(trigger.filter, facts):
             continue
@@ -266,11 +272,9 @@ def runs_start(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...])
                 run_id=run_id,
                 created_at=now,
             )
-            if not _insert_or_skip(entry):
-                continue
         run = AutomationRun(
             id=run_id,
-            project_id=event.project_id,
+            project=event.project,
             automation_id=trigger.automation_id,
             version_id=trigger.version_id,
             contact=contact,
@@ -287,18 +291,36 @@ def runs_start(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...])
             created_at=now,
             updated_at=now,
         )
-        if not _insert_or_skip(run):
-            # This event already started a run of the automation (processed again).
-            if entry is not None:
-                AutomationEntry.objects.filter(
-                    automation_id=trigger.automation_id, run_id=run_id
-                ).delete()
-            continue
-        RunJob.objects.create(run_id=run_id, next_attempt_at=now, created_at=now)
-        # Metered after the event's processing commits (a retried attempt counts once).
-        usage_record(project=event.project, meter=Meter.RUNS_STARTED)
-        started = True
-    return started
+        planned.append(Start(run=run, entry=entry))
+    return planned
+
+
+def runs_start(*, starts: list[Start]) -> bool:
+    """Stores the planned runs that their unique keys let in, with their jobs (due now);
+    whether any started. Everything is a unique key, met with `ON CONFLICT DO NOTHING`
+    (earlier starts of the same call first): for `once` / `once_per_correlation` the
+    contact's entry, inserted before the run, so two events racing for one contact start
+    one run; then the run's (automation, trigger event), so an event processed again
+    starts nothing (and the entry it took is given back). Three statements for any number
+    of runs, four when an event was processed again."""
+    entries = [start.entry for start in starts if start.entry is not None]
+    entered = rows_insert(AutomationEntry, entries, skip_conflicts=True, returning="run")
+    runs = [start.run for start in starts if start.entry is None or start.run.id in entered]
+    started = rows_insert(AutomationRun, runs, skip_conflicts=True)
+    given_back = [run_id for run_id in entered if run_id not in started]
+    if given_back:
+        AutomationEntry.objects.filter(run_id__in=given_back).delete()
+    if not started:
+        return False
+    now = clock.now()
+    new = [run for run in runs if run.id in started]
+    rows_insert(RunJob, [RunJob(run_id=run.id, next_attempt_at=now, created_at=now) for run in new])
+    # Metered after the batch's processing commits (a retried attempt counts once).
+    by_project = Counter(run.project_id for run in new)
+    projects = {run.project_id: run.project for run in new}
+    for project_id, count in by_project.items():
+        usage_record(project=projects[project_id], meter=Meter.RUNS_STARTED, count=count)
+    return True
 
 
 def waits_match(*, event: Event, contact: Contact) -> bool:
@@ -345,6 +367,13 @@ def jobs_due(*, run_ids: list[Any], now: Any) -> None:
     """Makes the runs' jobs due now, with fresh attempts. A job a worker holds is left
     alone: that worker locks the run next and sees what changed."""
     if not run_ids:
+        return
+    if connection.vendor != "postgresql":
+        # SQLite (`make run`'s default) locks the whole database for a write: no row
+        # locks to skip, and no `FOR UPDATE` to write.
+        RunJob.objects.filter(run_id__in=run_ids).exclude(status=WorkStatus.PROCESSING).update(
+            status=WorkStatus.ACCEPTED, next_attempt_at=now, attempts=0
+        )
         return
     table = connection.ops.quote_name(RunJob._meta.db_table)
     with connection.cursor() as cursor:

@@ -76,13 +76,21 @@ class BatchWork(Generic[T]):
         fails, and the batch redone item by item does not make them: each item's `run`
         must then do its own share."""
 
+    def finish_together(self, items: list[T]) -> None:
+        """Writes gathered from every item of the batch run in one savepoint, made at once
+        at its end inside that savepoint (one insert for the rows of all items instead of
+        one per item). When they raise, the savepoint rolls back and the batch is redone
+        item by item, where this is not called: each item's `run` must then make its own
+        writes (`begin_together` tells the two passes apart)."""
+
     def run(self, item: T) -> None:
         """Works one item inside the batch's transaction; raising fails the attempt and
         rolls back what it wrote (`WorkError` says whether a retry can help)."""
         raise NotImplementedError
 
     def kept(self, item: T) -> None:
-        """`item` succeeded: its writes will commit with the batch."""
+        """`item` succeeded: its writes will commit with the batch (in the one-savepoint
+        pass, unless `finish_together` then raises and the batch is redone)."""
 
     def dropped(self, item: T) -> None:
         """`item` failed: its writes were rolled back."""
@@ -332,6 +340,7 @@ class WorkQueue(Generic[T]):
                 for item in items:
                     work.run(item)
                     work.kept(item)
+                work.finish_together(items)
         except Exception:
             logger.debug("A batch of %s had a failure; working it item by item", self._label)
             return None

@@ -22,7 +22,7 @@ from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact
 from contacts.services import contact_upsert, contacts_create_missing
 from events.errors import ContactNotFound, UnknownContactId
-from events.hooks import event_handlers
+from events.hooks import EventBatchHandler, event_batch_handlers, event_handlers
 from events.models import Event, EventSource
 from events.queue import EVENT_QUEUE
 from events.services.catalog import event_types_count
@@ -51,7 +51,9 @@ def event_process(*, event: Event, token: uuid.UUID, outcome: BatchOutcome) -> N
 
 class _EventWork(BatchWork[Event]):
     """Resolve the contact, run the handlers; processed events keep their contact and,
-    with `count`, are counted into the catalog in the same transaction."""
+    with `count`, are counted into the catalog in the same transaction. Batch handlers
+    (events/hooks.py) see the batch together when it runs in one savepoint, and each
+    event alone when it is redone event by event."""
 
     def __init__(self, *, count: bool = True) -> None:
         self.count = count
@@ -60,15 +62,30 @@ class _EventWork(BatchWork[Event]):
     def begin(self, items: list[Event]) -> None:
         self.contacts = ContactIndex.load(items)
         self.handlers = event_handlers()
+        self.batch_handlers = event_batch_handlers()
+        self.opened: list[EventBatchHandler] | None = None
 
     def begin_together(self, items: list[Event]) -> None:
         self.contacts.create_missing(items)
+        self.opened = [factory() for factory in self.batch_handlers]
 
     def run(self, item: Event) -> None:
         contact = _resolve_contact(item, self.contacts)
         item.contact = contact
         for handler in self.handlers:
             handler(event=item, contact=contact)
+        if self.opened is not None:
+            for opened in self.opened:
+                opened.handle(event=item, contact=contact)
+            return
+        for factory in self.batch_handlers:
+            alone = factory()
+            alone.handle(event=item, contact=contact)
+            alone.flush()
+
+    def finish_together(self, items: list[Event]) -> None:
+        for opened in self.opened or []:
+            opened.flush()
 
     def kept(self, item: Event) -> None:
         self.contacts.keep_pending()

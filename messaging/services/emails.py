@@ -2,10 +2,11 @@
 SMTP side) lives in messaging/services/delivery.py."""
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import make_msgid, parseaddr
 from typing import Any
@@ -16,8 +17,9 @@ from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
+from config.bulk import rows_insert
 from contacts.models import Contact
-from contacts.selectors import contact_get
+from contacts.selectors import contact_get, contact_list
 from messaging.hooks import push_test_sender
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion
@@ -30,7 +32,7 @@ from messaging.selectors.templates import (
 from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.rendering import EventLike, render_email, template_context
 from tenancy.models import Meter, Project
-from tenancy.usage import usage_reserve
+from tenancy.usage import Reservation, usage_reserve
 
 IDEMPOTENCY_WINDOW = dt.timedelta(hours=24)
 MAX_RECIPIENTS = 50
@@ -75,8 +77,10 @@ class EmailRequest:
         return hashlib.sha256(encoded.encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=4096)
 def address_problem(value: str) -> str | None:
-    """Why `value` is not `a@b.c` or `Name <a@b.c>`, or None."""
+    """Why `value` is not `a@b.c` or `Name <a@b.c>`, or None. Remembered per process: a
+    batch of sends checks the same sender and recipients over and over."""
     address = parseaddr(value)[1]
     if not address or "\n" in value or "\r" in value:
         return "Must be an address, optionally with a name: `Name <a@b.c>`."
@@ -87,6 +91,7 @@ def address_problem(value: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def bare_address(value: str) -> str:
     return parseaddr(value)[1]
 
@@ -179,10 +184,26 @@ class Prepared:
     fields: dict[str, Any]
 
 
-def _prepare(
-    *, project: Project, request: EmailRequest, version: TemplateVersion | None = None
-) -> Prepared:
-    contact = _contact(project, request.contact_id)
+# The addresses a batch expects to send to, by project (`EmailBatch.expect`).
+Likely = Iterable[tuple[Project, Iterable[str]]]
+# A template and its published version, by (project, template): what a batch of sends
+# reads once however many of its emails use it.
+Templates = dict[tuple[Any, uuid.UUID], tuple[MessageTemplate, TemplateVersion]]
+_LOOK_UP = object()
+
+
+def _rendered(
+    *,
+    project: Project,
+    request: EmailRequest,
+    version: TemplateVersion | None = None,
+    contact: Any = _LOOK_UP,
+    templates: Templates | None = None,
+) -> dict[str, Any]:
+    """The email's fields but its recipients and status (the suppression list settles
+    those). `contact` is the request's contact when the caller has it loaded."""
+    if contact is _LOOK_UP:
+        contact = _contact(project, request.contact_id)
     to = _recipients(list(request.to), contact)
     _checked_address(request.from_email, "from")
     _checked_address(request.reply_to, "reply_to")
@@ -190,7 +211,14 @@ def _prepare(
     if version is not None:
         template = version.template
     elif request.template_id is not None:
-        template, version = _published_email_template(project, request.template_id)
+        if templates is None:
+            template, version = _published_email_template(project, request.template_id)
+        else:
+            found = templates.get((project.pk, request.template_id))
+            if found is None:
+                found = _published_email_template(project, request.template_id)
+                templates[(project.pk, request.template_id)] = found
+            template, version = found
     if version is not None:
         variables = template_context(
             project=project,
@@ -213,27 +241,39 @@ def _prepare(
         subject, html, text = request.subject, request.html, request.text
     sender = _sender(project, request.from_email, template)
     _checked_address(sender, "from")
-    suppressed = suppressed_among(project=project, emails=[bare_address(a) for a in to])
+    return {
+        "project": project,
+        "from_email": sender,
+        "to": to,
+        "reply_to": request.reply_to,
+        "subject": subject,
+        "html": html,
+        "text": text,
+        "tags": list(request.tags),
+        "data": dict(request.data or {}),
+        "template": template,
+        "template_version": version,
+        "contact": contact,
+        "message_id": message_id_for(sender),
+    }
+
+
+def _addressed(to: list[str], suppressed: set[str]) -> dict[str, Any]:
+    """Recipients and status: `to` minus the suppressed addresses; none left: suppressed."""
     recipients = [address for address in to if bare_address(address) not in suppressed]
-    return Prepared(
-        fields={
-            "project": project,
-            "from_email": sender,
-            "to": to,
-            "recipients": recipients,
-            "reply_to": request.reply_to,
-            "subject": subject,
-            "html": html,
-            "text": text,
-            "tags": list(request.tags),
-            "data": dict(request.data or {}),
-            "template": template,
-            "template_version": version,
-            "contact": contact,
-            "status": EmailStatus.QUEUED if recipients else EmailStatus.SUPPRESSED,
-            "message_id": message_id_for(sender),
-        }
-    )
+    return {
+        "recipients": recipients,
+        "status": EmailStatus.QUEUED if recipients else EmailStatus.SUPPRESSED,
+    }
+
+
+def _prepare(
+    *, project: Project, request: EmailRequest, version: TemplateVersion | None = None
+) -> Prepared:
+    fields = _rendered(project=project, request=request, version=version)
+    to = fields["to"]
+    suppressed = suppressed_among(project=project, emails=[bare_address(a) for a in to])
+    return Prepared(fields={**fields, **_addressed(to, suppressed)})
 
 
 def _store(prepared: Prepared, *, idempotency_key: str | None, fingerprint: str) -> Email:
@@ -297,6 +337,133 @@ def email_send(
     if winner is None:
         raise Conflict("A concurrent request with this Idempotency-Key failed; retry.")
     return _replayed(winner, fingerprint), False
+
+
+class EmailBatch:
+    """Emails made together, as a worker advancing many runs makes them: each is checked,
+    rendered, addressed and counted against the monthly email quota when it is added, as
+    `email_send` does (raising its errors, PlanLimitExceeded included, so the caller can
+    tell which one failed), and all are stored by `store`: one insert of the emails and
+    one of their delivery jobs, whatever their number. Each template is read once per
+    batch, and the suppression list once for the addresses `expect` names (an address
+    it did not name costs a query when added). No idempotency keys: callers deduplicate
+    by their own unique keys, in the same transaction."""
+
+    def __init__(self, *, likely: Callable[[], Likely] | None = None) -> None:
+        # Called at the first `add` (and passed to `expect`): the addresses the caller
+        # expects to send to, which a batch that sends nothing never reads.
+        self._likely = likely
+        self._templates: Templates = {}
+        self._suppressed: dict[tuple[Any, str], bool] = {}
+        self._pending: list[Email] = []
+        self._reservations: list[Reservation] = []
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def expect(self, *, project: Project, addresses: Iterable[str]) -> None:
+        """Reads the suppression list for addresses the batch is likely to send to, in
+        one query."""
+        wanted = {bare_address(address) for address in addresses}
+        wanted = {address for address in wanted if (project.pk, address) not in self._suppressed}
+        if not wanted:
+            return
+        found = suppressed_among(project=project, emails=wanted)
+        for address in wanted:
+            self._suppressed[(project.pk, address)] = address in found
+
+    def add(self, *, project: Project, request: EmailRequest, contact: Any = _LOOK_UP) -> Email:
+        """The email of `request`, not yet stored (its id is final). `contact`: the
+        request's contact, when the caller has it loaded; else it is read by
+        `request.contact_id`."""
+        if self._likely is not None:
+            likely, self._likely = self._likely, None
+            for each_project, addresses in likely():
+                self.expect(project=each_project, addresses=addresses)
+        fields = _rendered(
+            project=project, request=request, contact=contact, templates=self._templates
+        )
+        to = fields["to"]
+        self.expect(project=project, addresses=to)
+        suppressed = {
+            address
+            for address in (bare_address(each) for each in to)
+            if self._suppressed[(project.pk, address)]
+        }
+        email = Email(**fields, **_addressed(to, suppressed), request_fingerprint="")
+        # Counted once accepted; one to suppressed addresses only is not sent at all.
+        queued = email.status == EmailStatus.QUEUED
+        self._reservations.append(
+            usage_reserve(project=project, meter=Meter.EMAILS_SENT, count=int(queued))
+        )
+        self._pending.append(email)
+        return email
+
+    def release(self) -> None:
+        """Forgets what was added and not stored, giving its quota back."""
+        for reservation in self._reservations:
+            reservation.release()
+        self._reservations, self._pending = [], []
+
+    def store(self) -> list[Email]:
+        """Stores what was added, in the caller's transaction, and wakes delivery after it
+        commits; returns the emails."""
+        emails, self._pending = self._pending, []
+        reservations, self._reservations = self._reservations, []
+        if not emails:
+            return []
+        now = clock.now()
+        for email in emails:
+            email.created_at = now
+        try:
+            rows_insert(Email, emails)
+        except Exception:
+            for reservation in reservations:
+                reservation.release()
+            raise
+        for reservation in reservations:
+            reservation.settle()
+        queued = [email for email in emails if email.status == EmailStatus.QUEUED]
+        if queued:
+            rows_insert(
+                EmailDelivery,
+                [
+                    EmailDelivery(email=email, next_attempt_at=now, created_at=now)
+                    for email in queued
+                ],
+            )
+            transaction.on_commit(EMAIL_QUEUE.wake)
+        return emails
+
+
+def email_send_many(*, project: Project, requests: Sequence[EmailRequest]) -> list[Email]:
+    """Stores one email per request and queues their delivery, in bulk (`EmailBatch`; the
+    requests' contacts and the suppression list read in one query each); the first
+    invalid request raises and nothing is stored."""
+    wanted = {request.contact_id for request in requests if request.contact_id is not None}
+    contacts = contact_list(project=project).in_bulk(wanted) if wanted else {}
+    batch = EmailBatch()
+    batch.expect(
+        project=project,
+        addresses=[
+            *(address for request in requests for address in request.to),
+            *(contact.email for contact in contacts.values() if contact.email),
+        ],
+    )
+    try:
+        for request in requests:
+            if request.contact_id is None:
+                batch.add(project=project, request=request, contact=None)
+                continue
+            contact = contacts.get(request.contact_id)
+            if contact is None:
+                raise ValidationFailed.at("contact_id", "No such contact.", code="not_found")
+            batch.add(project=project, request=request, contact=contact)
+    except Exception:
+        batch.release()
+        raise
+    with transaction.atomic():
+        return batch.store()
 
 
 class PushTestUnavailable(Conflict):

@@ -502,3 +502,45 @@ def test_a_batch_without_failures_pays_for_one_savepoint_not_one_per_item(clock)
     savepoints = [q for q in captured.captured_queries if q["sql"].startswith("SAVEPOINT")]
     # The batch's transaction (a savepoint itself inside the test's) and the batch's one.
     assert len(savepoints) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_gathered_in_the_optimistic_pass_are_made_at_its_end_and_redone_item_by_item(
+    clock,
+):
+    """`finish_together` writes for every item at once inside the batch's savepoint; when it
+    raises, the savepoint rolls back and each item runs alone, doing its own share."""
+    rows = make_rows(clock, 4)
+    calls: list[str] = []
+
+    class Gathering(CountingWork):
+        def begin_together(self, items: list[Event]) -> None:
+            self.together = True
+
+        def begin(self, items: list[Event]) -> None:
+            self.together = False
+
+        def run(self, item: Event) -> None:
+            if not self.together:
+                Event.objects.filter(pk=item.pk).update(email=f"alone-{item.payload['n']}")
+                calls.append("alone")
+
+        def finish_together(self, items: list[Event]) -> None:
+            calls.append(f"together:{len(items)}")
+            Event.objects.filter(pk__in=[item.pk for item in items]).update(email="together")
+            if fail_together:
+                raise RuntimeError("one of the rows met a unique key")
+
+    fail_together = False
+    outcome = claim_and_run(make_queue(), Gathering())
+    assert (len(outcome.processed), calls) == (4, ["together:4"])
+    assert set(Event.objects.values_list("email", flat=True)) == {"together"}
+
+    Event.objects.update(status=WorkStatus.ACCEPTED, next_attempt_at=clock.current)
+    calls.clear()
+    fail_together = True
+    outcome = claim_and_run(make_queue(), Gathering())
+    assert (len(outcome.processed), outcome.failed) == (4, 0)
+    assert calls == ["together:4", "alone", "alone", "alone", "alone"]
+    emails = Event.objects.filter(pk__in=[row.pk for row in rows]).values_list("email", flat=True)
+    assert sorted(emails) == ["alone-0", "alone-1", "alone-2", "alone-3"]

@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from contacts.models import Contact
 from contacts.services import contact_upsert
 from events.conf import RetryPolicy, retry_policy_for
+from events.hooks import register_event_batch_handler, unregister_event_batch_handler
 from events.models import Event, EventSource, EventStatus, EventType
 from events.services.ingest import event_ingest, event_ingest_batch
 from events.services.processing import (
@@ -528,3 +529,57 @@ def test_a_worker_running_dry_waits_out_the_web_debounce_before_it_stops(world, 
     assert not more
     assert claimed >= 1
     assert Event.objects.get(id=late[0]).status == EventStatus.PROCESSED
+
+
+class Recorder:
+    """A batch handler that notes what each opened handler saw and when it was flushed."""
+
+    opened: list["Recorder"] = []
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.flushed = False
+        Recorder.opened.append(self)
+
+    def handle(self, *, event, contact) -> None:
+        self.seen.append(event.email)
+
+    def flush(self) -> None:
+        self.flushed = True
+
+
+@pytest.fixture
+def recorder():
+    Recorder.opened = []
+    register_event_batch_handler(Recorder)
+    yield Recorder
+    unregister_event_batch_handler(Recorder)
+
+
+def test_a_batch_handler_sees_the_batch_together_and_is_flushed_once(world, clock, recorder):
+    for n in range(3):
+        ingest(world, email=f"b{n}@example.com")
+        clock.advance(seconds=1)
+    events_process_batch()
+    [opened] = recorder.opened
+    assert opened.seen == ["b0@example.com", "b1@example.com", "b2@example.com"]
+    assert opened.flushed
+
+
+def test_a_batch_redone_event_by_event_gives_each_event_its_own_batch_handler(
+    world, clock, handler, recorder
+):
+    handler(fail_when_asked)
+    for n in range(3):
+        ingest(world, email=f"r{n}@example.com", payload={"fail": n == 1})
+        clock.advance(seconds=1)
+    outcome = events_process_batch()
+    assert outcome.failed == 1
+    together, *alone = recorder.opened
+    # The optimistic pass stopped at the failing event, unflushed; then one handler per
+    # event, each flushed in its event's savepoint (the failing one never reached).
+    assert (together.seen, together.flushed) == (["r0@example.com"], False)
+    assert [(each.seen, each.flushed) for each in alone] == [
+        (["r0@example.com"], True),
+        (["r2@example.com"], True),
+    ]

@@ -1,0 +1,213 @@
+"""Writing many rows of one model in one statement, whatever their number.
+
+On PostgreSQL each column's values travel as one array bound on the server (binary, no
+per-element quoting on the client) and the statement reads them back with `unnest`, so it
+is the same size for 1 row or 500: `INSERT ... SELECT FROM unnest(...)` and `UPDATE ...
+FROM unnest(...)`. Elsewhere (SQLite: `make run`'s embedded default) the same writes go
+row by row through the ORM.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import operator
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from django.db import connection, models
+
+from config.db import binary_cursor
+
+M = TypeVar("M", bound=models.Model)
+
+
+def _execute(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    """Runs `sql` (with `%b` placeholders) on a cursor of Django's connection, so in its
+    transaction, that binds on the server; as Django's own cursors do, through the
+    connection's execute wrappers, into its query log when that is on (statement
+    counts in tests see it), and raising Django's errors (`IntegrityError`)."""
+    with connection.wrap_database_errors, binary_cursor() as cursor:
+
+        def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
+            cursor.execute(sql, params)
+
+        run = functools.reduce(
+            lambda inner, wrapper: functools.partial(wrapper, inner),
+            connection.execute_wrappers,
+            execute,
+        )
+        started = time.monotonic()
+        run(sql, params, False, {"connection": connection, "cursor": cursor})
+        rows = cursor.fetchall() if cursor.description is not None else []
+    if connection.queries_logged:
+        connection.queries_log.append({"sql": sql, "time": f"{time.monotonic() - started:.3f}"})
+    return rows
+
+
+def _array_of(field: models.Field[Any, Any]) -> tuple[str, str]:
+    """The array type a column's values travel as, and how the statement reads one back:
+    JSON as text (the field's own encoder writes it) cast to the column's type."""
+    column = connection.ops.quote_name(field.column)
+    if isinstance(field, models.JSONField):
+        return "text[]", f"v.{column}::{field.db_type(connection)}"
+    # A foreign key's type is its target's (`integer` for a serial key).
+    return f"{field.db_type(connection)}[]", f"v.{column}"
+
+
+# Fields whose Python value psycopg sends as it is, on PostgreSQL: Django's preparation
+# of them only checks and converts what the model already holds, and skipping it is most
+# of the cost of building a large batch's arrays. Exact types: a subclass may prepare
+# its values for real (encryption at rest).
+_AS_IS = frozenset(
+    {
+        models.CharField,
+        models.TextField,
+        models.UUIDField,
+        models.IntegerField,
+        models.PositiveIntegerField,
+        models.BigIntegerField,
+        models.BooleanField,
+        models.DateTimeField,
+        models.ForeignKey,
+        models.OneToOneField,
+    }
+)
+
+
+def _reader(field: models.Field[Any, Any], *, adding: bool) -> Callable[[models.Model], Any]:
+    """How to read one column's value off an instance, ready for its array."""
+    attname = field.attname
+    if isinstance(field, models.JSONField):
+        encoder = field.encoder
+
+        def as_json(instance: models.Model) -> Any:
+            value = getattr(instance, attname)
+            return None if value is None else json.dumps(value, cls=encoder)
+
+        return as_json
+    automatic = isinstance(field, models.DateField) and (field.auto_now or field.auto_now_add)
+    if connection.vendor == "postgresql" and type(field) in _AS_IS and not automatic:
+        return operator.attrgetter(attname)
+
+    def prepared(instance: models.Model) -> Any:
+        value = field.pre_save(instance, adding) if adding else getattr(instance, attname)
+        return field.get_db_prep_save(value, connection)
+
+    return prepared
+
+
+def _fields(model: type[models.Model], names: Iterable[str]) -> list[models.Field[Any, Any]]:
+    fields = []
+    for name in names:
+        field = model._meta.get_field(name)
+        assert isinstance(field, models.Field)
+        fields.append(field)
+    return fields
+
+
+def rows_insert(
+    model: type[M],
+    instances: Sequence[M],
+    *,
+    skip_conflicts: bool = False,
+    returning: str | None = None,
+) -> set[Any]:
+    """Inserts the instances; returns the values of `returning` (a field name; default the
+    primary key, which the caller then sets) of the rows inserted. Keys the database numbers
+    itself are left to it. With `skip_conflicts`, a row that meets a unique key is left out
+    (`ON CONFLICT DO NOTHING`, also between rows of the same call: the first one wins);
+    without, it raises `IntegrityError` and nothing is inserted."""
+    if not instances:
+        return set()
+    meta = model._meta
+    assert meta.pk is not None
+    fields = [f for f in meta.concrete_fields if not isinstance(f, models.AutoField)]
+    [key] = _fields(model, [returning]) if returning is not None else [meta.pk]
+    if connection.vendor != "postgresql":
+        return _insert_portable(model, instances, fields, key, skip_conflicts=skip_conflicts)
+    quote = connection.ops.quote_name
+    types, reads, params = [], [], []
+    for field in fields:
+        array, read = _array_of(field)
+        types.append(f"%s::{array}")
+        reads.append(read)
+        read_value = _reader(field, adding=True)
+        params.append([read_value(instance) for instance in instances])
+    names = ", ".join(quote(field.column) for field in fields)
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({names}) "  # noqa: S608 (names from the model)
+        f"SELECT {', '.join(reads)} FROM unnest({', '.join(types)}) AS v({names}) "
+        f"{'ON CONFLICT DO NOTHING ' if skip_conflicts else ''}"
+        f"RETURNING {quote(key.column)}"
+    )
+    inserted = {row[0] for row in _execute(sql.replace("%s", "%b"), params)}
+    for instance in instances:
+        if getattr(instance, key.attname) in inserted:
+            instance._state.adding = False
+            instance._state.db = connection.alias
+    return inserted
+
+
+def _insert_portable(
+    model: type[M],
+    instances: Sequence[M],
+    fields: list[models.Field[Any, Any]],
+    key: models.Field[Any, Any],
+    *,
+    skip_conflicts: bool,
+) -> set[Any]:
+    meta = model._meta
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(field.column) for field in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({marks}) "  # noqa: S608
+        f"{'ON CONFLICT DO NOTHING ' if skip_conflicts else ''}"
+        f"RETURNING {quote(key.column)}"
+    )
+    inserted = set()
+    readers = [_reader(field, adding=True) for field in fields]
+    with connection.cursor() as cursor:
+        for instance in instances:
+            cursor.execute(sql, [read_value(instance) for read_value in readers])
+            if cursor.fetchone() is not None:
+                inserted.add(getattr(instance, key.attname))
+                instance._state.adding = False
+                instance._state.db = connection.alias
+    return inserted
+
+
+def rows_update(model: type[M], instances: Sequence[M], names: Sequence[str]) -> None:
+    """Writes the named fields of each instance to its row, by primary key, in one
+    statement. The caller holds the rows (or what guards them) locked."""
+    if not instances:
+        return
+    meta = model._meta
+    assert meta.pk is not None
+    if connection.vendor != "postgresql":
+        for instance in instances:
+            instance.save(update_fields=list(names))
+        return
+    quote = connection.ops.quote_name
+    pk = meta.pk
+    fields = _fields(model, names)
+    pk_array, _ = _array_of(pk)
+    types = [f"%s::{pk_array}"]
+    params: list[Any] = [[pk.get_db_prep_value(instance.pk, connection) for instance in instances]]
+    sets = []
+    for field in fields:
+        array, read = _array_of(field)
+        types.append(f"%s::{array}")
+        sets.append(f"{quote(field.column)} = {read}")
+        read_value = _reader(field, adding=False)
+        params.append([read_value(instance) for instance in instances])
+    aliases = ", ".join(["_pk", *(quote(field.column) for field in fields)])
+    table = quote(meta.db_table)
+    sql = (
+        f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608 (names from the model)
+        f"FROM unnest({', '.join(types)}) AS v({aliases}) "
+        f"WHERE {table}.{quote(pk.column)} = v._pk"
+    )
+    _execute(sql.replace("%s", "%b"), params)

@@ -1,0 +1,95 @@
+"""Bulk writes (config/bulk.py): one statement for any number of rows on PostgreSQL, row
+by row on SQLite, unique keys met as the caller asks, Django's errors and its query log."""
+
+import uuid
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from config import clock
+from config.bulk import rows_insert, rows_update
+from events.models import Event
+from tests.factories import ProjectFactory
+
+pytestmark = pytest.mark.django_db
+ONE_STATEMENT = connection.vendor == "postgresql"
+
+
+def events(project, count: int, *, key: str | None = None, **extra) -> list[Event]:
+    now = clock.now()
+    return [
+        Event(
+            id=uuid.uuid4(),
+            project=project,
+            event="bulk.item",
+            payload={"n": n, "nested": {"ok": True}},
+            occurred_at=now,
+            next_attempt_at=now,
+            created_at=now,
+            idempotency_key=f"{key}-{n}" if key else None,
+            **extra,
+        )
+        for n in range(count)
+    ]
+
+
+def test_many_rows_are_inserted_in_one_statement_with_their_values_as_given():
+    project = ProjectFactory()
+    rows = events(project, 30, email="a@example.com")
+    with CaptureQueriesContext(connection) as captured:
+        inserted = rows_insert(Event, rows)
+    assert len(captured.captured_queries) == (1 if ONE_STATEMENT else 30)
+    assert inserted == {row.id for row in rows}
+    stored = Event.objects.get(id=rows[7].id)
+    assert (stored.payload, stored.email, stored.external_id) == (
+        {"n": 7, "nested": {"ok": True}},
+        "a@example.com",
+        None,
+    )
+    assert stored.occurred_at == rows[7].occurred_at
+    assert not rows[7]._state.adding
+
+
+def test_rows_that_meet_a_unique_key_are_left_out_when_asked_the_first_of_a_call_winning():
+    project = ProjectFactory()
+    rows_insert(Event, events(project, 2, key="k"))
+    again = events(project, 3, key="k")  # k-0 and k-1 exist
+    twin = events(project, 1, key="k")[0]
+    twin.idempotency_key = "k-2"  # the same key as again[2], later in the call
+    inserted = rows_insert(Event, [*again, twin], skip_conflicts=True)
+    assert inserted == {again[2].id}
+    assert Event.objects.filter(project=project).count() == 3
+    assert Event.objects.get(idempotency_key="k-2").id == again[2].id
+
+
+def test_a_unique_key_met_raises_django_s_integrity_error_and_inserts_nothing():
+    project = ProjectFactory()
+    rows_insert(Event, events(project, 1, key="dup"))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        rows_insert(Event, [*events(project, 1, key="fresh"), *events(project, 1, key="dup")])
+    assert Event.objects.filter(project=project).count() == 1
+
+
+def test_an_insert_can_return_another_column_than_the_key():
+    project = ProjectFactory()
+    rows = events(project, 3, key="r")
+    assert rows_insert(Event, rows, returning="idempotency_key") == {"r-0", "r-1", "r-2"}
+
+
+def test_many_rows_are_updated_in_one_statement_each_with_its_own_values():
+    project = ProjectFactory()
+    rows = events(project, 20)
+    rows_insert(Event, rows)
+    for n, row in enumerate(rows):
+        row.payload = {"n": n, "changed": True} if n % 2 else ["listed", n]
+        row.email = f"u{n}@example.com" if n % 2 else None
+        row.last_error = "not written"
+    with CaptureQueriesContext(connection) as captured:
+        rows_update(Event, rows, ["payload", "email"])
+    assert len(captured.captured_queries) == (1 if ONE_STATEMENT else 20)
+    stored = {row.id: row for row in Event.objects.filter(project=project)}
+    assert stored[rows[3].id].payload == {"n": 3, "changed": True}
+    assert stored[rows[3].id].email == "u3@example.com"
+    assert (stored[rows[4].id].payload, stored[rows[4].id].email) == (["listed", 4], None)
+    assert stored[rows[4].id].last_error == ""
