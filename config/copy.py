@@ -10,7 +10,7 @@ chosen once from its field's type, and rows travel as COPY text.
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -67,11 +67,16 @@ def _formatter(field: "models.Field[Any, Any]") -> Callable[[Any], str]:
 
 
 def copy_insert(
-    model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence[Any]]
+    model: type[models.Model],
+    fields: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    constants: Mapping[str, Any] | None = None,
 ) -> int:
     """Inserts `rows` (values in the order of `fields`, model field names; None is NULL)
     into the model's table with one COPY, in the caller's transaction; returns the count.
-    Columns left out take their database default, so name every NOT NULL one."""
+    `constants` are columns with one value for every row, formatted once. Columns left
+    out take their database default, so name every NOT NULL one."""
     meta = model._meta
     columns: list[str] = []
     formats: list[Callable[[Any], str]] = []
@@ -80,6 +85,14 @@ def copy_insert(
         assert isinstance(field, models.Field)
         columns.append(connection.ops.quote_name(field.column))
         formats.append(_formatter(field))
+    tail = ""
+    for name, value in (constants or {}).items():
+        field = meta.get_field(name)
+        assert isinstance(field, models.Field)
+        columns.append(connection.ops.quote_name(field.column))
+        tail += "\t" + (NULL if value is None else _formatter(field)(value))
+    if not formats:
+        tail = tail[1:]
     lines = []
     for row in rows:
         lines.append(
@@ -87,6 +100,7 @@ def copy_insert(
                 NULL if value is None else fmt(value)
                 for fmt, value in zip(formats, row, strict=True)
             )
+            + tail
         )
     if not lines:
         return 0

@@ -5,7 +5,9 @@ title and body as a device shows them) and who it would reach. Staff holding
 `messaging.approve_campaign` approve campaigns (freezing the template version and the
 recipient count) or reject them back to draft with a reason; both land in the history.
 
-Campaigns are otherwise read-only here: drafts change through the API."""
+Campaigns are otherwise read-only here: drafts change through the API. Their fan-out
+batches are listed too; a batch whose retries ran out keeps its campaign `sending` until
+staff who may change batches requeue it."""
 
 from typing import Any
 
@@ -18,16 +20,17 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from config.admin import ReadOnlyModelAdmin, pretty_json
+from config.admin import BigTableAdmin, ReadOnlyModelAdmin, pretty_json
 from config.api.errors import ServiceError
 from config.workqueue.models import WorkStatus
-from messaging.models import Campaign, CampaignAwaitingReview, CampaignStatus
+from messaging.models import Campaign, CampaignAwaitingReview, CampaignFanout, CampaignStatus
 from messaging.selectors.campaigns import (
     campaign_audience_counts,
     campaign_candidates,
     campaign_stats,
 )
 from messaging.selectors.templates import template_version_current, template_version_published
+from messaging.services.campaign_fanout import campaign_fanouts_requeue
 from messaging.services.campaigns import campaign_approve, campaign_reject
 from messaging.services.rendering import RenderedEmail, render_version, template_context
 
@@ -180,11 +183,15 @@ class CampaignAdmin(ReadOnlyModelAdmin):
         if not batches:
             return "none (not sent yet)"
         done = sum(1 for status, _ in batches if status == WorkStatus.PROCESSED)
+        dead = sum(1 for status, _ in batches if status == WorkStatus.DEAD_LETTERED)
         errors = [(error,) for status, error in batches if error and status != "processed"]
+        listing = reverse("admin:messaging_campaignfanout_changelist") + f"?q={obj.pk}"
         return format_html(
-            "<p>{} of {} done</p>{}",
+            '<p>{} of {} done, {} dead-lettered (<a href="{}">the batches</a>)</p>{}',
             done,
             len(batches),
+            dead,
+            listing,
             format_html_join("", "<p>{}</p>", errors[:5]),
         )
 
@@ -260,3 +267,56 @@ class CampaignAwaitingReviewAdmin(CampaignAdmin):
     ) -> HttpResponse:
         # The history is kept on the campaign itself (approvals, rejections, sends).
         return HttpResponseRedirect(reverse("admin:messaging_campaign_history", args=[object_id]))
+
+
+_FANOUT_FIELDS = (
+    "campaign",
+    "position",
+    "after_contact_id",
+    "upto_contact_id",
+    "status",
+    "attempts",
+    "messages",
+    "skipped",
+    "next_attempt_at",
+    "lease_expires_at",
+    "error_code",
+    "last_error",
+    "created_at",
+)
+
+
+@admin.register(CampaignFanout)
+class CampaignFanoutAdmin(BigTableAdmin):
+    """Campaigns' fan-out batches (work-queue items). One whose retries ran out leaves its
+    campaign `sending`; requeueing it resumes the send, and the batch reaches only the
+    contacts it had not reached."""
+
+    list_display = ["campaign", "position", "status", "attempts", "messages", "skipped"]
+    list_filter = ["status", "error_code"]
+    list_select_related = ["campaign"]
+    search_fields = ["=campaign__id"]
+    search_help_text = "Campaign id (exact)."
+    raw_id_fields = ["campaign"]
+    readonly_fields = _FANOUT_FIELDS
+    fields = _FANOUT_FIELDS
+    actions = ["requeue"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        """Every field is read-only; state changes go through requeue only."""
+
+    # Like the other dead-letter queues: staff who may only view batches must not resume.
+    @admin.action(description="Requeue the selected dead-lettered batches", permissions=["change"])
+    def requeue(self, request: HttpRequest, queryset: QuerySet[CampaignFanout]) -> None:
+        selected = list(queryset.values_list("pk", flat=True))
+        count = campaign_fanouts_requeue(ids=selected, user_id=_user_id(request))
+        level = messages.SUCCESS if count else messages.WARNING
+        left = len(selected) - count
+        note = f" ({left} left alone: not dead-lettered, or their campaign is not sending)"
+        self.message_user(request, f"Requeued {count} batch(es).{note if left else ''}", level)

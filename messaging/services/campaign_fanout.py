@@ -13,20 +13,21 @@ work each in one transaction:
 3. Every contact gets a `CampaignRecipient` row: one INSERT ... ON CONFLICT DO NOTHING
    RETURNING, so only contacts that had no row yet go on. A batch redone after a worker
    died (its lease ran out) therefore sends nobody a second message.
-4. Emails are rendered from the version frozen at approval and stored in bulk with their
+4. Emails are rendered from the version frozen at approval (`EmailRenderer`: what each
+   contact alone would get, for less work per contact) and stored by COPY with their
    delivery jobs (the email queue is woken after commit); push messages are made by the
    push family through messaging/hooks.py.
 
 The batches of a campaign run in parallel on any number of workers. Contacts added to
-the audience (or topic) before their range's batch runs are included.
+the audience (or topic) before their range's batch runs are included. A batch whose
+retries ran out keeps its campaign `sending` until staff requeue it.
 """
 
 import json
 import logging
 import uuid
-from collections.abc import Sequence
-from email.utils import make_msgid
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, cast
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -55,9 +56,10 @@ from messaging.models import (
 )
 from messaging.selectors.campaigns import campaign_candidates
 from messaging.services.campaign_progress import campaigns_finish
+from messaging.services.campaigns import Actor, campaign_history_record
 from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.emails import bare_address
-from messaging.services.rendering import render_email, template_context
+from messaging.services.rendering import EmailRenderer, contact_variables
 
 logger = logging.getLogger(__name__)
 
@@ -150,13 +152,32 @@ def _status_shared(campaign_id: uuid.UUID) -> str | None:
     return row[0] if row else None
 
 
-def _contacts_in(campaign: Campaign, batch: CampaignFanout) -> list[Contact]:
+class Candidate(NamedTuple):
+    """What a batch needs of a contact of an email campaign (read without model instances)."""
+
+    pk: uuid.UUID
+    email: str | None
+    external_id: str | None
+    fields: Any
+    topic_subscribed: bool
+
+
+# `topic_subscribed` is the selector's annotation.
+CANDIDATE_COLUMNS = ("id", "email", "external_id", "fields", "topic_subscribed")
+
+
+def _contacts_in(campaign: Campaign, batch: CampaignFanout) -> Sequence[Candidate | Contact]:
+    """The batch's contacts in id order: plain rows for email, contacts for push (the push
+    family renders and stores with them)."""
     candidates = campaign_candidates(
         campaign, after=batch.after_contact_id, upto=batch.upto_contact_id
     )
     if candidates is None:
         return []
-    return list(candidates.only("id", "email", "external_id", "fields").order_by("id"))
+    candidates = candidates.order_by("id")
+    if campaign.channel == Channel.PUSH:
+        return list(candidates.only("id", "email", "external_id", "fields"))
+    return [Candidate._make(row) for row in candidates.values_list(*CANDIDATE_COLUMNS)]
 
 
 def _recipients_insert(
@@ -200,41 +221,24 @@ def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
+# Per email; the columns every email of a batch shares are `copy_insert` constants.
 EMAIL_COLUMNS = (
     "id",
-    "project",
-    "from_email",
     "to",
     "recipients",
     "subject",
     "html",
     "text",
-    "tags",
-    "data",
-    "template",
-    "template_version",
     "contact",
-    "topic",
-    "campaign",
     "status",
     "message_id",
     "last_error",
-    "request_fingerprint",
-    "created_at",
 )
 NO_TAGS, NO_DATA = RawJson("[]"), RawJson("{}")
-DELIVERY_COLUMNS = (
-    "email",
-    "status",
-    "attempts",
-    "next_attempt_at",
-    "last_error",
-    "error_code",
-    "created_at",
-)
+DELIVERY_COLUMNS = ("email",)
 
 
-def _emails_create(campaign: Campaign, contacts: Sequence[Contact]) -> int:
+def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) -> int:
     """One email per contact, rendered from the frozen version, stored with its delivery
     job by COPY; a contact the template cannot be rendered for gets a `failed` email with
     the reason (nothing is sent to it). Returns how many were queued."""
@@ -242,58 +246,85 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Contact]) -> int:
         return 0
     version = campaign.template_version
     assert version is not None
-    project = campaign.project
-    sender = campaign.sender
-    domain = bare_address(sender).rpartition("@")[2] or "sendrealm.local"
-    now = clock.now()
+    domain = bare_address(campaign.sender).rpartition("@")[2] or "sendrealm.local"
+    render = EmailRenderer(version, project=campaign.project).render
+    queued_status, failed_status = EmailStatus.QUEUED.value, EmailStatus.FAILED.value
     emails: list[tuple[Any, ...]] = []
     queued: list[tuple[Any, ...]] = []
+    why: str | None
     for contact in contacts:
         email_id = uuid.uuid4()
         # `to` and `recipients` are the same one address.
         address = RawJson(json.dumps([contact.email or ""]))
-        status, last_error = EmailStatus.QUEUED, None
+        variables = contact_variables(
+            contact_id=contact.pk,
+            email=contact.email,
+            external_id=contact.external_id,
+            fields=dict(contact.fields or {}),
+        )
         try:
-            rendered = render_email(version, template_context(project=project, contact=contact))
+            subject, html, text = render(variables)
         except TemplateRenderFailed as error:
-            status = EmailStatus.FAILED
-            last_error = f"The template could not be rendered for this contact: {error.details}"
-            subject, html, text = "", None, None
+            status, subject, html, text = failed_status, "", None, None
+            why = f"The template could not be rendered for this contact: {error.details}"
         else:
-            subject, html, text = rendered.subject or "", rendered.html, rendered.text
-            queued.append((email_id, WorkStatus.ACCEPTED, 0, now, "", "", now))
+            status, why = queued_status, None
+            queued.append((email_id,))
         emails.append(
             (
                 email_id,
-                project.pk,
-                sender,
                 address,
                 address,
-                subject,
+                subject or "",
                 html,
                 text,
-                NO_TAGS,
-                NO_DATA,
-                version.template_id,
-                version.pk,
                 contact.pk,
-                campaign.topic_id,
-                campaign.pk,
                 status,
-                make_msgid(domain=domain),
-                last_error,
-                "",
-                now,
+                # Unique as the email's id is, and cheaper than make_msgid's clock and
+                # random bits (one per email of a fan-out).
+                f"<{email_id.hex}@{domain}>",
+                why,
             )
         )
-    copy_insert(Email, EMAIL_COLUMNS, emails)
-    copy_insert(EmailDelivery, DELIVERY_COLUMNS, queued)
+    now = clock.now()
+    copy_insert(
+        Email,
+        EMAIL_COLUMNS,
+        emails,
+        constants={
+            "project": campaign.project_id,
+            "from_email": campaign.sender,
+            "tags": NO_TAGS,
+            "data": NO_DATA,
+            "template": version.template_id,
+            "template_version": version.pk,
+            "topic": campaign.topic_id,
+            "campaign": campaign.pk,
+            "request_fingerprint": "",
+            "created_at": now,
+        },
+    )
+    copy_insert(
+        EmailDelivery,
+        DELIVERY_COLUMNS,
+        queued,
+        constants={
+            "status": WorkStatus.ACCEPTED,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "last_error": "",
+            "error_code": "",
+            "created_at": now,
+        },
+    )
     if queued:
         transaction.on_commit(EMAIL_QUEUE.wake)
     return len(queued)
 
 
-def _push_messages_create(campaign: Campaign, contacts: Sequence[Contact]) -> set[uuid.UUID]:
+def _push_messages_create(
+    campaign: Campaign, contacts: Sequence[Candidate | Contact]
+) -> set[uuid.UUID]:
     """Push messages through the push family; returns the contacts without a device."""
     if not contacts:
         return set()
@@ -307,7 +338,8 @@ def _push_messages_create(campaign: Campaign, contacts: Sequence[Contact]) -> se
         campaign_id=campaign.pk,
         app_id=campaign.app_id,
         version=campaign.template_version,
-        contacts=contacts,
+        # Contacts themselves: `_contacts_in` reads them so for push.
+        contacts=cast(Sequence[Contact], contacts),
     )
     return {contact.pk for contact in contacts} - reached
 
@@ -382,3 +414,39 @@ def campaign_fanout_batch() -> int:
 def campaign_fanout_due(*, budget_seconds: float) -> tuple[int, bool]:
     """Works due fan-out batches until none are left or the budget is spent."""
     return CAMPAIGN_FANOUT_QUEUE.drain(campaign_fanout_batch, budget_seconds=budget_seconds)
+
+
+def campaign_fanouts_requeue(*, ids: Iterable[Any], user_id: int) -> int:
+    """Gives dead-lettered fan-out batches of campaigns still `sending` a fresh set of
+    attempts, due now (the workers are woken after commit), and records the resumption
+    in each campaign's history; returns how many. A redone batch reaches only contacts
+    without a recipient row, so nobody gets a second message. Other batches, and those
+    of campaigns no longer sending, are left alone."""
+    with transaction.atomic():
+        # The batches locked: of two staff requeueing at once, the later finds them no
+        # longer dead-lettered and records nothing. Not the campaign: a cancel may run.
+        dead = list(
+            CampaignFanout.objects.select_related("campaign")
+            .select_for_update(of=("self",))
+            .filter(
+                pk__in=list(ids),
+                status=WorkStatus.DEAD_LETTERED,
+                campaign__status=CampaignStatus.SENDING,
+            )
+        )
+        if not dead:
+            return 0
+        count = CAMPAIGN_FANOUT_QUEUE.requeue(ids=[batch.pk for batch in dead])
+        positions: dict[uuid.UUID, list[int]] = {}
+        campaigns = {}
+        for batch in dead:
+            positions.setdefault(batch.campaign_id, []).append(batch.position)
+            campaigns[batch.campaign_id] = batch.campaign
+        for campaign_id, requeued in positions.items():
+            numbers = ", ".join(str(position) for position in sorted(requeued))
+            campaign_history_record(
+                campaign=campaigns[campaign_id],
+                actor=Actor(user_id=user_id),
+                message=f"Fan-out resumed: dead-lettered batch(es) {numbers} requeued",
+            )
+        return count

@@ -46,16 +46,22 @@ def campaigns_finish(*, campaign_ids: Collection[Any]) -> int:
         .exclude(Exists(unfinished_batches))
         .exclude(Exists(queued_emails))
     )
-    push_ids = set(candidates.filter(channel=Channel.PUSH).values_list("pk", flat=True))
+    # One read in the common case (a send still under way: nothing is ready).
+    ready = dict(candidates.values_list("pk", "channel"))
+    push_ids = {pk for pk, channel in ready.items() if channel == Channel.PUSH}
     if push_ids:
         reader = push_campaign_progress()
-        if reader is None:
-            candidates = candidates.exclude(pk__in=push_ids)
-        else:
-            busy = [pk for pk, progress in reader(campaign_ids=push_ids).items() if progress.queued]
-            candidates = candidates.exclude(pk__in=busy)
+        progress = reader(campaign_ids=push_ids) if reader is not None else {}
+        for pk in push_ids:
+            if reader is None or (pk in progress and progress[pk].queued):
+                del ready[pk]
+    if not ready:
+        return 0
     now = clock.now()
-    finished = candidates.update(status=CampaignStatus.SENT, sent_at=now, updated_at=now)
+    # The conditions again: the update is what decides, once, against a cancel.
+    finished = candidates.filter(pk__in=list(ready)).update(
+        status=CampaignStatus.SENT, sent_at=now, updated_at=now
+    )
     if finished:
         logger.info("%d campaign(s) finished sending", finished)
     return finished

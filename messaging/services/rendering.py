@@ -20,8 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from liquid import BoundTemplate, Environment, RenderContext, Token, Undefined
+from liquid.builtin.content import ContentNode
+from liquid.builtin.expressions import FilteredExpression, Path
+from liquid.builtin.output import OutputNode
 from liquid.exceptions import LiquidError
+from liquid.stringify import to_liquid_string
 from liquid.undefined import UNDEFINED
+from markupsafe import escape
 
 from config.api.errors import Issue
 from contacts.models import Contact
@@ -224,16 +229,23 @@ def template_context(
         "data": dict(data or {}),
     }
     if contact is not None:
-        variables["contact"] = {
-            "id": str(contact.id),
-            "email": contact.email,
-            "external_id": contact.external_id,
-            "fields": dict(contact.fields or {}),
-        }
+        variables["contact"] = contact_variables(
+            contact_id=contact.id,
+            email=contact.email,
+            external_id=contact.external_id,
+            fields=dict(contact.fields or {}),
+        )
     if event is not None:
         variables["event"] = {"event": event.event, "payload": event.payload}
     variables.update(extra or {})
     return variables
+
+
+def contact_variables(
+    *, contact_id: Any, email: str | None, external_id: str | None, fields: Any
+) -> dict[str, Any]:
+    """What templates see of a contact: the `contact` variable."""
+    return {"id": str(contact_id), "email": email, "external_id": external_id, "fields": fields}
 
 
 @dataclass(frozen=True)
@@ -318,3 +330,164 @@ def render_version(
     if version.template.channel == Channel.PUSH:
         return render_push(version, variables)
     return render_email(version, variables)
+
+
+# --- one version for many contacts -----------------------------------------------------------
+
+
+# Path segments liquid resolves specially (`.size` of a list, `.first` of a hash ...).
+_SPECIAL_SEGMENTS = frozenset({"size", "first", "last"})
+
+
+class _NamePath:
+    """An output statement that is a bare path of names (`{{ contact.fields.city }}`):
+    looked up in plain dicts, which is what liquid does for such a path when every step
+    is a dict holding the name; any other case is left to the expression."""
+
+    __slots__ = ("expression", "segments")
+
+    def __init__(self, expression: Any, segments: list[str]) -> None:
+        self.expression, self.segments = expression, segments
+
+    def lookup(self, scope: dict[str, Any]) -> Any:
+        value: Any = scope
+        for segment in self.segments:
+            if type(value) is not dict:
+                return _MISSING
+            value = value.get(segment, _MISSING)
+        return value
+
+
+def _part(node: Any) -> Any:
+    """A flat template's node as `_Member` renders it: text, a name path or an expression."""
+    if isinstance(node, ContentNode):
+        return node.text
+    expression = node.expression
+    if type(expression) is FilteredExpression and not expression.filters:
+        path = expression.left
+        if type(path) is Path and all(
+            type(segment) is str and segment not in _SPECIAL_SEGMENTS for segment in path.path
+        ):
+            return _NamePath(expression, list(path.path))  # type: ignore[arg-type]
+    return expression
+
+
+class _Member:
+    """One content member of a version rendered for contact after contact (a campaign's
+    batch), with the same result as `_render_source` with the whole context each time, but
+    doing less per contact:
+
+    - a member that never reads `contact` (liquid's static analysis of its variables) is
+      rendered once, for the first contact, and that result (or failure) serves them all;
+    - a member made only of text and output statements (`{{ ... }}`, no tags, so nothing
+      a render could change in its context) keeps one render context and evaluates the
+      statements with it, swapping the `contact` variable: no context, buffer and scope
+      per render. Any error, or an output past the sandbox's limit, is rendered again the
+      ordinary way, which reports it exactly as a lone render would;
+    - anything else renders the ordinary way."""
+
+    def __init__(self, source: str | None, shared: dict[str, Any], *, path: str, html: bool):
+        self.source, self.shared, self.path, self.html = source, shared, path, html
+        self.constant = False
+        self.once: tuple[str | None, TemplateRenderFailed | None] | None = None
+        self.parts: list[Any] | None = None
+        if source is None:
+            return
+        try:
+            template = _parsed(source, html)
+        except (LiquidError, RecursionError):
+            return  # every render reports the error
+        roots = [
+            variable.segments[0]
+            for variables in template.analyze(include_partials=False).globals.values()
+            for variable in variables
+        ]
+        # A root that is not a plain name is computed while rendering: it may be `contact`.
+        self.constant = all(isinstance(root, str) and root != "contact" for root in roots)
+        if not self.constant and all(
+            type(node) in (ContentNode, OutputNode) for node in template.nodes
+        ):
+            self.autoescape = template.env.autoescape
+            self.limit = template.env.output_stream_limit
+            self.parts = [_part(node) for node in template.nodes]
+            # What `BoundTemplate.render` puts in scope, later ones first: the template's
+            # globals and matter, the variables, and `partial` (`render_with_context`).
+            self.globals: dict[str, Any] = {
+                **template.globals,
+                **template.matter,
+                **shared,
+                "partial": False,
+            }
+            self.context = template.context_class(template, globals=self.globals)
+
+    def _ordinary(self, contact: dict[str, Any]) -> str:
+        assert self.source is not None
+        return _render_source(
+            self.source, {**self.shared, "contact": contact}, path=self.path, html=self.html
+        )
+
+    def _statements(self, contact: dict[str, Any]) -> str | None:
+        assert self.parts is not None
+        scope = self.globals
+        scope["contact"] = contact
+        context, autoescape = self.context, self.autoescape
+        out: list[str] = []
+        try:
+            for part in self.parts:
+                if type(part) is str:
+                    out.append(part)
+                    continue
+                if type(part) is _NamePath:
+                    value = part.lookup(scope)
+                    if type(value) is str:
+                        out.append(escape(value) if autoescape else value)
+                        continue
+                    part = part.expression
+                out.append(to_liquid_string(part.evaluate(context), autoescape))
+        except Exception:
+            return None  # the ordinary render reports it
+        rendered = "".join(out)
+        # Past the limit in UTF-8 bytes (a character is at most four): rendered again, so
+        # the error is the sandbox's own.
+        limit = self.limit
+        if limit is not None and len(rendered) * 4 > limit and len(rendered.encode()) > limit:
+            return None
+        return rendered
+
+    def render(self, contact: dict[str, Any]) -> str | None:
+        if self.source is None:
+            return None
+        if self.constant:
+            if self.once is None:
+                try:
+                    self.once = (self._ordinary(contact), None)
+                except TemplateRenderFailed as error:
+                    self.once = (None, error)
+            rendered, failure = self.once
+            if failure is not None:
+                raise failure
+            return rendered
+        if self.parts is not None:
+            out = self._statements(contact)
+            if out is not None:
+                return out
+        return self._ordinary(contact)
+
+
+class EmailRenderer:
+    """An email version rendered for many contacts of one project (a campaign batch), with
+    the content `render_email` gives for each (undefined variables are not collected)."""
+
+    def __init__(self, version: TemplateVersion, *, project: Project) -> None:
+        shared = template_context(project=project)
+        self.members = [
+            _Member(version.subject, shared, path="subject", html=False),
+            _Member(version.html, shared, path="html", html=True),
+            _Member(version.text, shared, path="text", html=False),
+        ]
+
+    def render(self, contact: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+        """Subject, html and text for `contact` (its `contact_variables`); raises
+        TemplateRenderFailed for the first member that fails, as `render_email` does."""
+        subject, html, text = self.members
+        return subject.render(contact), html.render(contact), text.render(contact)

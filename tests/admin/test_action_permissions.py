@@ -28,7 +28,7 @@ from django_celery_beat.models import (
 from agent.models import ToolCall
 from automations.models import RunJob
 from events.models import Event, EventStatus, EventType
-from messaging.models import EmailDelivery
+from messaging.models import CampaignFanout, EmailDelivery
 from tenancy.models import UsageDay
 from tests.automations.factories import (
     AutomationFactory,
@@ -157,6 +157,15 @@ def console_rows(world):
         duration_ms=3.5,
         created_at=occurred,
     )
+    sending = CampaignFactory(project=world.project, approved=True, status="sending")
+    CampaignFanout.objects.create(
+        campaign=sending,
+        position=0,
+        status="dead_lettered",
+        attempts=10,
+        next_attempt_at=occurred,
+        last_error="Deadlock",
+    )
     return world
 
 
@@ -221,6 +230,7 @@ def test_the_walk_sees_the_actions_that_once_needed_only_view():
         ("messaging.Campaign", "reject"),
         ("messaging.CampaignAwaitingReview", "approve"),
         ("messaging.CampaignAwaitingReview", "reject"),
+        ("messaging.CampaignFanout", "requeue"),
         ("pushproviders.PushDelivery", "requeue"),
         ("imports.ImportChunk", "requeue"),
         ("automations.AutomationRun", "cancel_runs"),

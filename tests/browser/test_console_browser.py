@@ -165,6 +165,8 @@ def test_a_campaign_is_approved_after_its_rendered_preview(browser, live_server,
     Select(browser.find_element(By.NAME, "action")).select_by_value("approve")
     browser.find_element(By.NAME, "index").click()
 
+    # The answer's message says the action is done (and waits for that page to load).
+    assert "Approved “Spring sale” for 1 recipient(s)." in messages(browser)
     campaign.refresh_from_db()
     assert campaign.status == CampaignStatus.APPROVED
     assert campaign.recipient_count == 1
