@@ -89,11 +89,14 @@ _local = threading.local()
 def _connection(client: redis.Redis) -> Any:
     """This thread's own connection to the limiter's server. Every request asks once, and
     redis-py's pool (taking and returning a connection) would cost as much CPU as the
-    question itself."""
+    question itself. Made beside the pool, not by it: the pool counts what it makes
+    against its cap (100) and never learns that a thread ended, so threads coming and
+    going would use up the cap the usage meters share."""
     held = getattr(_local, "held", None)
     if held is not None and held[0] is client and held[1] == os.getpid():
         return held[2]
-    connection = client.connection_pool.make_connection()
+    pool = client.connection_pool
+    connection = pool.connection_class(**pool.connection_kwargs)
     _local.held = (client, os.getpid(), connection)
     return connection
 

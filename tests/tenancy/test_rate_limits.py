@@ -2,6 +2,8 @@
 with Retry-After, the sliding window, authentication first, exempt paths, and the
 limits of teams and plans."""
 
+import threading
+
 import pytest
 
 from config.redisclient import redis_client
@@ -189,3 +191,20 @@ def test_the_mcp_endpoint_is_limited_per_key_too(api, world, clock, settings):
     assert answers[2].headers["Retry-After"] == "1"
     assert headers(answers[2]) == ("2", "0", "1")
     assert api.get("/mcp", key="sr_user_unknown").status_code == 401
+
+
+def test_threads_that_come_and_go_never_use_up_the_shared_redis_pool(world, clock, settings):
+    # Under 200/s every request asks Redis (no leased room), on its thread's connection.
+    settings.API_RATE_LIMIT = 150
+    key = record(world)
+    client = redis_client()
+    assert client is not None
+    cap = client.connection_pool.max_connections
+
+    for _ in range(cap + 20):
+        thread = threading.Thread(target=rate_limit_hit, args=(key,))
+        thread.start()
+        thread.join()
+
+    # The pool the usage meters share still hands out connections.
+    assert client.ping()
