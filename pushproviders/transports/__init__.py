@@ -10,7 +10,10 @@ from pushproviders.readiness import (
     FcmCredentials,
     WebPushCredentials,
 )
+from pushproviders.transports.apns import ApnsTransport
 from pushproviders.transports.base import PushPayload, PushSendError, PushTarget, PushTransport
+from pushproviders.transports.fcm import FcmTransport
+from pushproviders.transports.webpush import WebPushTransport
 
 __all__ = [
     "PushPayload",
@@ -24,15 +27,9 @@ __all__ = [
 def transport_open(credentials: Credentials) -> PushTransport:
     """A transport for the provider whose decrypted credentials these are."""
     if isinstance(credentials, FcmCredentials):
-        from pushproviders.transports.fcm import FcmTransport
-
         return FcmTransport(credentials)
     if isinstance(credentials, ApnsCredentials):
-        from pushproviders.transports.apns import ApnsTransport
-
         return ApnsTransport(credentials)
     if isinstance(credentials, WebPushCredentials):
-        from pushproviders.transports.webpush import WebPushTransport
-
         return WebPushTransport(credentials)
     raise TypeError(f"No push transport for {type(credentials).__name__}.")
