@@ -2,12 +2,15 @@
 pretty-printer and the read-only bases. Every app's admin builds on these."""
 
 import json
+import uuid
 from typing import Any, ClassVar
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -38,6 +41,67 @@ class BigTableAdmin(admin.ModelAdmin):
 
     paginator = CappedCountPaginator
     show_full_result_count = False
+
+
+class DeadLetterAdmin(BigTableAdmin):
+    """The dead-letter queue of a work-queue table: rows whose retries ran out, read-only,
+    requeued many at a time (the subclass's `requeue` action, which calls
+    `requeue_selected`) or one at a time (a button posting to `<id>/requeue/`).
+
+    A subclass names `item` (`"event"`), `items` (`"events"`) and `requeue_rows(ids)`,
+    the family's service that requeues and answers how many it took."""
+
+    actions = ["requeue"]
+    item: ClassVar[str] = "row"
+    items: ClassVar[str] = "rows"
+
+    def requeue_rows(self, ids: Any) -> int:
+        raise NotImplementedError
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).filter(status="dead_lettered")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="last error")
+    def short_error(self, obj: Any) -> str:
+        return str(obj.last_error)[:120]
+
+    def requeue_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        count = self.requeue_rows(queryset.values_list("pk", flat=True))
+        self.message_user(request, f"Requeued {count} {self.items}.", messages.SUCCESS)
+
+    def _changelist_name(self) -> str:
+        meta = self.model._meta
+        return f"{meta.app_label}_{meta.model_name}"
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<uuid:object_id>/requeue/",
+                self.admin_site.admin_view(self.requeue_view),
+                name=f"{self._changelist_name()}_requeue",
+            ),
+            *super().get_urls(),
+        ]
+
+    def requeue_view(self, request: HttpRequest, object_id: uuid.UUID) -> HttpResponse:
+        # Like the action: staff who may only view the queue must not change it.
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        if self.requeue_rows([object_id]):
+            self.message_user(request, f"Requeued the {self.item}.", messages.SUCCESS)
+        else:
+            self.message_user(
+                request, f"The {self.item} is no longer dead-lettered.", messages.WARNING
+            )
+        return HttpResponseRedirect(reverse(f"admin:{self._changelist_name()}_changelist"))
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        """Every field is read-only; state changes go through requeue only."""
 
 
 class ReadOnlyModelAdmin(BigTableAdmin):

@@ -1,15 +1,12 @@
 """Staff console: events, the dead-letter queue (with requeue) and the event catalog."""
 
-import uuid
 from typing import Any
 
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.contrib import admin
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
-from django.urls import URLPattern, path, reverse
+from django.http import HttpRequest
 
-from config.admin import BigTableAdmin
+from config.admin import BigTableAdmin, DeadLetterAdmin
 from events.models import DeadLetteredEvent, Event, EventStatus, EventType
 from events.services.deadletter import events_requeue
 
@@ -72,7 +69,7 @@ class ErrorCodeFilter(admin.SimpleListFilter):
 
 
 @admin.register(DeadLetteredEvent)
-class DeadLetteredEventAdmin(BigTableAdmin):
+class DeadLetteredEventAdmin(DeadLetterAdmin):
     """Events whose retries ran out, with their last error; requeue one or many."""
 
     list_display = ["event", "project", "error_code", "short_error", "attempts", "created_at"]
@@ -81,48 +78,14 @@ class DeadLetteredEventAdmin(BigTableAdmin):
     search_fields = ["=id", "last_error", "event"]
     readonly_fields = _EVENT_FIELDS
     fields = _EVENT_FIELDS
-    actions = ["requeue"]
+    item, items = "event", "events"
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).filter(status=EventStatus.DEAD_LETTERED)
+    def requeue_rows(self, ids: Any) -> int:
+        return events_requeue(ids=ids)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    @admin.display(description="last error")
-    def short_error(self, obj: Event) -> str:
-        return obj.last_error[:120]
-
-    # Like the requeue button: staff who may only view the queue must not change it.
     @admin.action(description="Requeue the selected events", permissions=["change"])
     def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        count = events_requeue(ids=queryset.values_list("id", flat=True))
-        self.message_user(request, f"Requeued {count} events.", messages.SUCCESS)
-
-    def get_urls(self) -> list[URLPattern]:
-        return [
-            path(
-                "<uuid:object_id>/requeue/",
-                self.admin_site.admin_view(self.requeue_view),
-                name="events_deadletteredevent_requeue",
-            ),
-            *super().get_urls(),
-        ]
-
-    def requeue_view(self, request: HttpRequest, object_id: uuid.UUID) -> HttpResponse:
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
-        if not self.has_change_permission(request):
-            raise PermissionDenied
-        count = events_requeue(ids=[object_id])
-        if count:
-            self.message_user(request, "Requeued the event.", messages.SUCCESS)
-        else:
-            self.message_user(request, "The event is no longer dead-lettered.", messages.WARNING)
-        return HttpResponseRedirect(reverse("admin:events_deadletteredevent_changelist"))
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        """Every field is read-only; state changes go through requeue only."""
+        self.requeue_selected(request, queryset)
 
 
 @admin.register(EventType)

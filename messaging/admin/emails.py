@@ -2,20 +2,17 @@
 dead-letter queue (with requeue) and the local capture's messages, previewed as a mail
 client would show them."""
 
-import uuid
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from typing import Any
 
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.contrib import admin
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
-from django.urls import URLPattern, path, reverse
+from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from config.admin import BigTableAdmin, ReadOnlyModelAdmin
+from config.admin import DeadLetterAdmin, ReadOnlyModelAdmin
 from config.workqueue.models import WorkStatus
 from messaging.models import CapturedMessage, DeadLetteredEmailDelivery, Email, EmailDelivery
 from messaging.services.deadletter import email_deliveries_requeue
@@ -127,7 +124,7 @@ _DELIVERY_FIELDS = (
 
 
 @admin.register(DeadLetteredEmailDelivery)
-class DeadLetteredEmailDeliveryAdmin(BigTableAdmin):
+class DeadLetteredEmailDeliveryAdmin(DeadLetterAdmin):
     """Deliveries whose retries ran out (their emails are `failed`), with the last error;
     requeue one or many: the email goes back to `queued` and the workers are woken."""
 
@@ -138,13 +135,7 @@ class DeadLetteredEmailDeliveryAdmin(BigTableAdmin):
     search_help_text = "Email id or Message-ID (exact), or words of the last error."
     readonly_fields = _DELIVERY_FIELDS
     fields = _DELIVERY_FIELDS
-    actions = ["requeue"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).filter(status=WorkStatus.DEAD_LETTERED)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
+    item, items = "delivery", "deliveries"
 
     @admin.display(description="project")
     def project(self, obj: EmailDelivery) -> str:
@@ -154,39 +145,12 @@ class DeadLetteredEmailDeliveryAdmin(BigTableAdmin):
     def email_status(self, obj: EmailDelivery) -> str:
         return obj.email.status
 
-    @admin.display(description="last error")
-    def short_error(self, obj: EmailDelivery) -> str:
-        return obj.last_error[:120]
+    def requeue_rows(self, ids: Any) -> int:
+        return email_deliveries_requeue(ids=ids)
 
-    # Like the requeue button: staff who may only view the queue must not change it.
     @admin.action(description="Requeue dead-lettered deliveries", permissions=["change"])
     def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        count = email_deliveries_requeue(ids=queryset.values_list("pk", flat=True))
-        self.message_user(request, f"Requeued {count} deliveries.", messages.SUCCESS)
-
-    def get_urls(self) -> list[URLPattern]:
-        return [
-            path(
-                "<uuid:object_id>/requeue/",
-                self.admin_site.admin_view(self.requeue_view),
-                name="messaging_deadletteredemaildelivery_requeue",
-            ),
-            *super().get_urls(),
-        ]
-
-    def requeue_view(self, request: HttpRequest, object_id: uuid.UUID) -> HttpResponse:
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
-        if not self.has_change_permission(request):
-            raise PermissionDenied
-        if email_deliveries_requeue(ids=[object_id]):
-            self.message_user(request, "Requeued the delivery.", messages.SUCCESS)
-        else:
-            self.message_user(request, "The delivery is no longer dead-lettered.", messages.WARNING)
-        return HttpResponseRedirect(reverse("admin:messaging_deadletteredemaildelivery_changelist"))
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        """Every field is read-only; state changes go through requeue only."""
+        self.requeue_selected(request, queryset)
 
 
 def _parsed(raw: bytes) -> EmailMessage:
