@@ -24,7 +24,7 @@ from automations.models import (
 )
 from automations.queue import RUN_QUEUE
 from automations.services.runs import runs_cancel_by_staff
-from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
 
 CANCEL_REASON = "Canceled from the staff console."
 
@@ -225,7 +225,7 @@ class AutomationRunAdmin(ReadOnlyModelAdmin):
 
 
 @admin.register(RunJob)
-class RunJobAdmin(ReadOnlyModelAdmin):
+class RunJobAdmin(WorkQueueAdmin):
     """The runs' work queue: a job per run, due when the engine has something to do for the
     run (`next_attempt_at` is the wait's deadline while the run waits). Jobs whose retries
     ran out (the database kept failing them) can be requeued."""
@@ -247,12 +247,7 @@ class RunJobAdmin(ReadOnlyModelAdmin):
         "created_at",
     )
     fields = readonly_fields
-    actions = ["requeue"]
+    item, items = "job", "jobs"
 
-    def has_requeue_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.has_perm("automations.change_runjob"))
-
-    @admin.action(description="Requeue the selected dead-lettered jobs", permissions=["requeue"])
-    def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        count = RUN_QUEUE.requeue(ids=queryset.values_list("pk", flat=True))
-        self.message_user(request, f"Requeued {count} jobs.", messages.SUCCESS)
+    def requeue_rows(self, request: HttpRequest, ids: list[Any]) -> int:
+        return RUN_QUEUE.requeue(ids=ids)

@@ -80,12 +80,8 @@ class DeadLetteredEventAdmin(DeadLetterAdmin):
     fields = _EVENT_FIELDS
     item, items = "event", "events"
 
-    def requeue_rows(self, ids: Any) -> int:
+    def requeue_rows(self, request: HttpRequest, ids: list[Any]) -> int:
         return events_requeue(ids=ids)
-
-    @admin.action(description="Requeue the selected events", permissions=["change"])
-    def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        self.requeue_selected(request, queryset)
 
 
 @admin.register(EventType)

@@ -3,13 +3,11 @@
 
 from typing import Any
 
-from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from config.admin import BigTableAdmin, ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
-from config.workqueue.models import WorkStatus
+from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
 from imports.models import Import, ImportChunk
 from imports.services.commit import import_chunks_requeue
 
@@ -90,7 +88,7 @@ class ImportAdmin(ReadOnlyModelAdmin):
 
 
 @admin.register(ImportChunk)
-class ImportChunkAdmin(BigTableAdmin):
+class ImportChunkAdmin(WorkQueueAdmin):
     """The commit's work items; a chunk that ran out of attempts can be requeued."""
 
     list_display = ["id", "import_record", "first_row", "last_row", "status", "attempts"]
@@ -113,19 +111,7 @@ class ImportChunkAdmin(BigTableAdmin):
         "created_at",
     )
     fields = readonly_fields
-    actions = ["requeue"]
+    item, items = "chunk", "chunks"
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        """Every field is read-only; state changes go through requeue only."""
-
-    @admin.action(description="Requeue the selected failed chunks", permissions=["change"])
-    def requeue(self, request: HttpRequest, queryset: QuerySet[ImportChunk]) -> None:
-        ids = list(queryset.filter(status=WorkStatus.DEAD_LETTERED).values_list("id", flat=True))
-        count = import_chunks_requeue(ids=ids)
-        self.message_user(request, f"Requeued {count} chunk(s).", messages.SUCCESS)
+    def requeue_rows(self, request: HttpRequest, ids: list[Any]) -> int:
+        return import_chunks_requeue(ids=ids)

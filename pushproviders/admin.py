@@ -6,13 +6,13 @@ Dead-lettered deliveries can be requeued by staff who may change deliveries."""
 import uuid
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 
-from config.admin import BigTableAdmin, ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
 from config.workqueue.models import WorkStatus
 from pushproviders.models import (
     PushApp,
@@ -197,7 +197,7 @@ class DeliveryStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(PushDelivery)
-class PushDeliveryAdmin(BigTableAdmin):
+class PushDeliveryAdmin(WorkQueueAdmin):
     """Deliveries with their attempts and last error; the dead-lettered ones (failed or
     invalid_token) can be requeued. Every field is read-only."""
 
@@ -259,13 +259,7 @@ class PushDeliveryAdmin(BigTableAdmin):
         "opened_at",
     )
     fields = readonly_fields
-    actions = ["requeue"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    item, items = "delivery", "deliveries"
 
     @admin.display(description="installation")
     def installation_ref(self, delivery: PushDelivery) -> str:
@@ -275,11 +269,5 @@ class PushDeliveryAdmin(BigTableAdmin):
     def data_pretty(self, delivery: PushDelivery) -> SafeString:
         return pretty_json(delivery.data)
 
-    # Staff who may only view deliveries must not send anything again.
-    @admin.action(description="Requeue the selected dead-lettered ones", permissions=["change"])
-    def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        count = push_deliveries_requeue(ids=queryset.values_list("id", flat=True))
-        self.message_user(request, f"Requeued {count} deliveries.", messages.SUCCESS)
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        """Every field is read-only; state changes go through requeue only."""
+    def requeue_rows(self, request: HttpRequest, ids: list[Any]) -> int:
+        return push_deliveries_requeue(ids=ids)

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from config.admin import BigTableAdmin, ReadOnlyModelAdmin, pretty_json
+from config.admin import ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
 from config.api.errors import ServiceError
 from config.workqueue.models import WorkStatus
 from messaging.models import Campaign, CampaignAwaitingReview, CampaignFanout, CampaignStatus
@@ -287,7 +287,7 @@ _FANOUT_FIELDS = (
 
 
 @admin.register(CampaignFanout)
-class CampaignFanoutAdmin(BigTableAdmin):
+class CampaignFanoutAdmin(WorkQueueAdmin):
     """Campaigns' fan-out batches (work-queue items). One whose retries ran out leaves its
     campaign `sending`; requeueing it resumes the send, and the batch reaches only the
     contacts it had not reached."""
@@ -300,23 +300,8 @@ class CampaignFanoutAdmin(BigTableAdmin):
     raw_id_fields = ["campaign"]
     readonly_fields = _FANOUT_FIELDS
     fields = _FANOUT_FIELDS
-    actions = ["requeue"]
+    item, items = "batch", "batches"
+    left_alone = "not dead-lettered, or their campaign is not sending"
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        """Every field is read-only; state changes go through requeue only."""
-
-    # Like the other dead-letter queues: staff who may only view batches must not resume.
-    @admin.action(description="Requeue the selected dead-lettered batches", permissions=["change"])
-    def requeue(self, request: HttpRequest, queryset: QuerySet[CampaignFanout]) -> None:
-        selected = list(queryset.values_list("pk", flat=True))
-        count = campaign_fanouts_requeue(ids=selected, user_id=_user_id(request))
-        level = messages.SUCCESS if count else messages.WARNING
-        left = len(selected) - count
-        note = f" ({left} left alone: not dead-lettered, or their campaign is not sending)"
-        self.message_user(request, f"Requeued {count} batch(es).{note if left else ''}", level)
+    def requeue_rows(self, request: HttpRequest, ids: list[Any]) -> int:
+        return campaign_fanouts_requeue(ids=ids, user_id=_user_id(request))

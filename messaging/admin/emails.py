@@ -145,12 +145,8 @@ class DeadLetteredEmailDeliveryAdmin(DeadLetterAdmin):
     def email_status(self, obj: EmailDelivery) -> str:
         return obj.email.status
 
-    def requeue_rows(self, ids: Any) -> int:
+    def requeue_rows(self, request: HttpRequest, ids: list[Any]) -> int:
         return email_deliveries_requeue(ids=ids)
-
-    @admin.action(description="Requeue dead-lettered deliveries", permissions=["change"])
-    def requeue(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        self.requeue_selected(request, queryset)
 
 
 def _parsed(raw: bytes) -> EmailMessage:

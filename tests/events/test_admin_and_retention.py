@@ -103,7 +103,7 @@ def test_staff_who_may_only_view_the_queue_cannot_requeue(client, world):
     url = reverse("admin:events_deadletteredevent_changelist")
     page = client.get(url)
     assert page.status_code == 200
-    assert b"Requeue the selected events" not in page.content
+    assert b"Requeue the selected dead-lettered events" not in page.content
     client.post(url, {"action": "requeue", "_selected_action": [str(event.pk)]})
     change = client.get(reverse("admin:events_deadletteredevent_change", args=[event.pk]))
     assert b"Requeue this event" not in change.content

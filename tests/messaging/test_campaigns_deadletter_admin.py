@@ -180,7 +180,7 @@ def test_batches_of_a_canceled_campaign_and_live_batches_are_left_alone(stuck, a
         follow=True,
     )
 
-    assert "Requeued 0 batch(es). (2 left alone" in response.content.decode()
+    assert "Requeued 0 batches. (2 left alone" in response.content.decode()
     dead.refresh_from_db()
     assert dead.status == WorkStatus.DEAD_LETTERED
     done.refresh_from_db()

@@ -78,7 +78,7 @@ def test_the_queue_lists_only_dead_lettered_deliveries_and_filters_by_error(
 
     assert page.status_code == 200
     assert [delivery.pk for delivery in page.context["cl"].result_list] == [dead.pk]
-    assert b"Requeue dead-lettered deliveries" in page.content
+    assert b"Requeue the selected dead-lettered deliveries" in page.content
     assert list(filtered.context["cl"].result_list) == []
 
 
@@ -149,7 +149,7 @@ def test_staff_who_may_only_view_the_queue_cannot_requeue(api, world, smtp):
 
     page = client.get(reverse(CHANGELIST))
     assert page.status_code == 200
-    assert b"Requeue dead-lettered deliveries" not in page.content
+    assert b"Requeue the selected dead-lettered deliveries" not in page.content
     client.post(reverse(CHANGELIST), {"action": "requeue", ACTION_CHECKBOX_NAME: [str(email.pk)]})
     change = client.get(
         reverse("admin:messaging_deadletteredemaildelivery_change", args=[email.pk])

@@ -67,3 +67,39 @@ def test_staff_who_may_change_deliveries_requeue_the_dead_ones(client, world):
     assert (dead.status, dead.state, dead.attempts, dead.error) == ("accepted", "queued", 0, None)
     assert PushMessage.objects.get(pk=dead.message_id).status == "queued"
     assert PushDelivery.objects.get(pk=queued.pk).status == "accepted"
+
+
+def test_a_dead_delivery_page_requeues_it_with_its_button(client, world):
+    dead = PushDeliveryFactory(message__app__project=world.project, dead=True)
+    PushMessage.objects.filter(pk=dead.message_id).update(status="failed")
+    user = UserFactory(username="operator@example.com", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(codename__in=["view_pushdelivery", "change_pushdelivery"])
+    )
+    client.force_login(user)
+    button = f"/admin/pushproviders/pushdelivery/{dead.id}/requeue/"
+
+    page = client.get(f"/admin/pushproviders/pushdelivery/{dead.id}/change/")
+    response = client.post(button)
+    again = client.post(button, follow=True)
+
+    assert button in page.content.decode()
+    assert b"Requeue this delivery" in page.content
+    assert response.status_code == 302
+    assert PushDelivery.objects.get(pk=dead.pk).status == "accepted"
+    assert "The delivery was left alone: no longer dead-lettered." in again.content.decode()
+
+
+def test_staff_who_may_only_view_deliveries_get_no_requeue_button(client, world):
+    dead = PushDeliveryFactory(message__app__project=world.project, dead=True)
+    user = UserFactory(username="onlooker@example.com", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename="view_pushdelivery"))
+    client.force_login(user)
+
+    page = client.get(f"/admin/pushproviders/pushdelivery/{dead.id}/change/")
+    refused = client.post(f"/admin/pushproviders/pushdelivery/{dead.id}/requeue/")
+
+    assert page.status_code == 200
+    assert b"Requeue this delivery" not in page.content
+    assert refused.status_code == 403
+    assert PushDelivery.objects.get(pk=dead.pk).status == "dead_lettered"
