@@ -2,11 +2,11 @@
 
 import json
 import uuid
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from django.db import connection
 from django.db.models import QuerySet
 
+from config.db import binary_cursor
 from imports.models import Import, ImportChunk, ImportRow
 from tenancy.models import Project
 
@@ -24,9 +24,10 @@ def import_chunks(*, record: Import) -> QuerySet[ImportChunk]:
     return ImportChunk.objects.filter(import_record=record).order_by("first_row")
 
 
-@dataclass(slots=True)
-class StoredRow:
-    """An import row as planning reads it; `fields_json` stays text until needed."""
+class StoredRow(NamedTuple):
+    """An import row as planning reads it; `fields_json` stays text until needed. A tuple
+    of strings and numbers: planning holds a chunk of them at once, and the cyclic
+    collector stops tracking such tuples after one look (a dataclass stays tracked)."""
 
     row_number: int
     status: str
@@ -34,34 +35,35 @@ class StoredRow:
     email: str | None
     external_id: str | None
     fields_json: str
-    audiences: list[str]
-    topics: list[str]
+    audiences: tuple[str, ...]
+    topics: tuple[str, ...]
 
 
 _ROWS_SQL = """
-SELECT row_number, status, error_code, email, external_id, fields::text, audiences::text,
-       topics::text
+SELECT row_number, status, error_code, email, external_id, fields::text,
+       CASE WHEN audiences = '[]'::jsonb THEN NULL ELSE audiences::text END,
+       CASE WHEN topics = '[]'::jsonb THEN NULL ELSE topics::text END
 FROM {table}
-WHERE import_id = %s AND row_number BETWEEN %s AND %s
+WHERE import_id = %b AND row_number BETWEEN %b AND %b
 ORDER BY row_number
 """
 
 
 def import_rows_between(*, record: Import, first: int, last: int) -> list[StoredRow]:
     """The import's rows numbered `first` to `last`, in order, in one query."""
-    with connection.cursor() as cursor:
+    with binary_cursor() as cursor:
         cursor.execute(_ROWS_SQL.format(table=ImportRow._meta.db_table), [record.id, first, last])
         rows = cursor.fetchall()
     return [
         StoredRow(
-            row_number=number,
-            status=status,
-            error_code=error_code,
-            email=email,
-            external_id=external_id,
-            fields_json=fields,
-            audiences=json.loads(audiences) if audiences != "[]" else [],
-            topics=json.loads(topics) if topics != "[]" else [],
+            number,
+            status,
+            error_code,
+            email,
+            external_id,
+            fields,
+            () if audiences is None else tuple(json.loads(audiences)),
+            () if topics is None else tuple(json.loads(topics)),
         )
         for number, status, error_code, email, external_id, fields, audiences, topics in rows
     ]

@@ -36,6 +36,7 @@ from contacts.topics.services import subscriptions_subscribe_many
 from imports import conf
 from imports.models import AutomationEffects, Import, ImportChunk, ImportStatus, RowStatus
 from imports.selectors import import_chunks, import_rows_between
+from imports.services.collector import collector_paused
 from imports.services.planning import (
     CONTACTS_CREATED,
     CONTACTS_UPDATED,
@@ -218,7 +219,8 @@ def _progress_recorded(*, record: Import, chunk: ImportChunk) -> None:
 
 class _ApplyChunks(BatchWork[ImportChunk]):
     def run(self, item: ImportChunk) -> None:
-        import_chunk_apply(chunk=item)
+        with collector_paused():
+            import_chunk_apply(chunk=item)
 
 
 def _failures_recorded(chunk_ids: list[Any]) -> None:

@@ -79,12 +79,15 @@ class RowPlan:
     def identity(self) -> str | None:
         return self.row.email if self.row.email is not None else self.row.external_id
 
-    def digest_line(self) -> bytes:
+    def digest_line(self) -> str:
         # `counts` holds non-zero counts only, in CHANGES order: its repr is canonical.
         return (
             f"{self.row.row_number}|{self.status}|{self.error_code}|{self.action}|"
             f"{self.contact_id}|{self.version}|{self.counts}\n"
-        ).encode()
+        )
+
+
+_VALID = RowStatus.VALID.value
 
 
 def _invalid(row: StoredRow, code: str) -> RowPlan:
@@ -125,26 +128,16 @@ class Planner:
 
     def plan(self, rows: list[StoredRow]) -> list[RowPlan]:
         """The plans of `rows` (one chunk, in row order)."""
-        valid = [row for row in rows if row.status == RowStatus.VALID]
-        matches = dict(
-            zip(
-                (row.row_number for row in valid),
-                contact_upsert_matches(
-                    project=self.project,
-                    candidates=[
-                        UpsertCandidate(
-                            email=row.email,
-                            external_id=row.external_id,
-                            fields_json=row.fields_json,
-                        )
-                        for row in valid
-                    ],
-                    by=self.by,
-                ),
-                strict=True,
-            )
+        valid_status = RowStatus.VALID.value
+        valid = [row for row in rows if row.status == valid_status]
+        matches = contact_upsert_matches(
+            project=self.project,
+            candidates=[
+                UpsertCandidate(row.email, row.external_id, row.fields_json) for row in valid
+            ],
+            by=self.by,
         )
-        contact_ids = {m.contact_id for m in matches.values() if m.contact_id is not None}
+        contact_ids = {m.contact_id for m in matches if m.contact_id is not None}
         members: set[tuple[uuid.UUID, uuid.UUID]] = set()
         if self.mapping.audiences:
             members = memberships_existing(
@@ -156,13 +149,19 @@ class Planner:
             subscribed = subscriptions_existing(
                 topic_ids=self._ids(valid, "topics", self.topics), contact_ids=contact_ids
             )
-        plans = []
-        for row in rows:
-            if row.status != RowStatus.VALID:
-                plans.append(_invalid(row, row.error_code or RowError.INVALID_VALUE))
-            else:
-                plans.append(self._row_plan(row, matches[row.row_number], members, subscribed))
-        return plans
+        if len(valid) == len(rows):
+            return [
+                self._row_plan(row, match, members, subscribed)
+                for row, match in zip(rows, matches, strict=True)
+            ]
+        # The matches follow the valid rows, in order.
+        next_match = iter(matches).__next__
+        return [
+            self._row_plan(row, next_match(), members, subscribed)
+            if row.status == valid_status
+            else _invalid(row, row.error_code or RowError.INVALID_VALUE)
+            for row in rows
+        ]
 
     def _ids(
         self, rows: list[StoredRow], kind: str, known: dict[str, Audience] | dict[str, Topic]
@@ -187,17 +186,17 @@ class Planner:
         # merged fields would exceed the project's bound.
         if match.external_id_taken or match.too_large:
             return _invalid(row, RowError.INVALID_VALUE)
-        topics = [self.topics.get(name.lower()) for name in row.topics] if row.topics else []
-        if None in topics:
-            return _invalid(row, RowError.INVALID_VALUE)
         contact_id = match.contact_id
-        if not (row.audiences or topics or self.open_keys):
+        if not (row.audiences or row.topics or self.open_keys):
             # The common row: a contact and its fields only.
             if contact_id is None:
                 return self._planned(row, match, CREATE, {CONTACTS_CREATED: 1})
             if match.fields_change or match.external_id_change:
                 return self._planned(row, match, UPDATE, {CONTACTS_UPDATED: 1})
             return self._planned(row, match, SKIP, {})
+        topics = [self.topics.get(name.lower()) for name in row.topics]
+        if None in topics:
+            return _invalid(row, RowError.INVALID_VALUE)
         counts = no_changes()
         if contact_id is None:
             counts[CONTACTS_CREATED] = 1
@@ -237,13 +236,15 @@ class Planner:
     def _planned(
         self, row: StoredRow, match: UpsertMatch, action: str, counts: dict[str, int]
     ) -> RowPlan:
+        version = match.version
         return RowPlan(
-            row=row,
-            status=RowStatus.VALID,
-            action=action,
-            contact_id=match.contact_id,
-            version=clock.iso_utc(match.version) if match.version is not None else None,
-            counts=counts,
+            row,
+            _VALID,
+            None,
+            action,
+            match.contact_id,
+            clock.iso_utc(version) if version is not None else None,
+            counts,
         )
 
 
@@ -270,10 +271,10 @@ def chunk_ranges(total_rows: int, size: int | None = None) -> Iterator[tuple[int
 
 
 def digest_of(plans: list[RowPlan]) -> str:
-    hasher = hashlib.blake2b(digest_size=16)
-    for plan in plans:
-        hasher.update(plan.digest_line())
-    return hasher.hexdigest()
+    # One update with every line: the same digest as a line at a time, in fewer calls.
+    return hashlib.blake2b(
+        "".join([plan.digest_line() for plan in plans]).encode(), digest_size=16
+    ).hexdigest()
 
 
 def chunks_planned(*, record: Import, project: Project) -> Iterator[ChunkPlan]:

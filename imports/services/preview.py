@@ -37,17 +37,22 @@ class PlanSummary:
     valid_sample: list[RowPlan] = field(default_factory=list)
     chunks: list[ImportChunk] = field(default_factory=list)
 
-    def add(self, plan: RowPlan) -> None:
-        if plan.status == RowStatus.VALID:
-            self.valid_rows += 1
-            for name, count in plan.counts.items():
-                self.changes[name] += count
-            if len(self.valid_sample) < SAMPLE_SIZE:
-                self.valid_sample.append(plan)
-        else:
-            self.invalid_rows += 1
-            if len(self.invalid_sample) < SAMPLE_SIZE:
+    def add(self, plans: list[RowPlan]) -> None:
+        """Counts a chunk's plans, in row order."""
+        valid_status = RowStatus.VALID.value
+        changes = self.changes
+        valid = 0
+        for plan in plans:
+            if plan.status == valid_status:
+                valid += 1
+                for name, count in plan.counts.items():
+                    changes[name] += count
+                if len(self.valid_sample) < SAMPLE_SIZE:
+                    self.valid_sample.append(plan)
+            elif len(self.invalid_sample) < SAMPLE_SIZE:
                 self.invalid_sample.append(plan)
+        self.valid_rows += valid
+        self.invalid_rows += len(plans) - valid
 
     @property
     def counts(self) -> list[dict[str, Any]]:
@@ -94,8 +99,7 @@ class PlanSummary:
 def _summarised(record: Import, project: Project) -> PlanSummary:
     summary = PlanSummary(record=record, mapping=mapping_parsed(record.mapping))
     for chunk in chunks_planned(record=record, project=project):
-        for plan in chunk.plans:
-            summary.add(plan)
+        summary.add(chunk.plans)
         summary.chunks.append(
             ImportChunk(
                 import_record=record,
