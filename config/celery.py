@@ -1,10 +1,17 @@
 """The Celery app, its queues and the beat schedule: every periodic task is listed here."""
 
+import gc
 import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import before_task_publish, task_postrun, task_prerun
+from celery.signals import (
+    before_task_publish,
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+    worker_ready,
+)
 from kombu import Queue
 
 from config.requestcontext import current_request_id, request_id_reset, request_id_set
@@ -157,3 +164,15 @@ def _unbind_request_id(task_id: str | None = None, **kwargs: Any) -> None:
     token = _bound.pop(task_id, None) if task_id is not None else None
     if token is not None:
         request_id_reset(token)
+
+
+@worker_process_init.connect
+@worker_ready.connect
+def _freeze_loaded_objects(**kwargs: Any) -> None:
+    """A worker process keeps Django, its apps and their modules for its whole life;
+    moved out of the cyclic collector's view, they are no longer scanned by each full
+    collection (about 200 ms over the loaded application, once every few batches).
+    `worker_process_init` covers the prefork pool's children, `worker_ready` the process
+    that runs tasks itself (solo and threads pools)."""
+    gc.collect()
+    gc.freeze()
