@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from config import clock
-from config.outbox import system_event_emit
+from config.outbox import SystemEvent, system_events_emit
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
 from config.workqueue.policy import RetryPolicy, retry_policy_for
@@ -83,13 +83,8 @@ PUSH_QUEUE: WorkQueue[PushDelivery] = WorkQueue(
 # --- events ---------------------------------------------------------------------------------
 
 
-def push_event_emit(
-    *, name: str, message: PushMessage, delivery: PushDelivery, **extra: Any
-) -> None:
-    """Records `sendrealm.<name>` about one delivery, in the caller's transaction."""
-    system_event_emit(
-        project=message.project,
-        name=name,
+def _push_event(message: PushMessage, delivery: PushDelivery, **extra: Any) -> SystemEvent:
+    return SystemEvent(
         payload={
             "push_id": str(message.pk),
             "contact_id": str(delivery.contact_id) if delivery.contact_id else None,
@@ -100,6 +95,23 @@ def push_event_emit(
         },
         contact_id=delivery.contact_id,
     )
+
+
+def push_event_emit(
+    *, name: str, message: PushMessage, delivery: PushDelivery, **extra: Any
+) -> None:
+    """Records `sendrealm.<name>` about one delivery, in the caller's transaction."""
+    system_events_emit(
+        project=message.project, name=name, events=[_push_event(message, delivery, **extra)]
+    )
+
+
+def _by_project(deliveries: Iterable[PushDelivery]) -> list[tuple[Any, list[PushDelivery]]]:
+    """The deliveries (their messages loaded) grouped by their project."""
+    groups: dict[Any, list[PushDelivery]] = defaultdict(list)
+    for delivery in deliveries:
+        groups[delivery.message.project_id].append(delivery)
+    return [(members[0].message.project, members) for members in groups.values()]
 
 
 def delivery_error(error: Exception) -> str:
@@ -187,9 +199,19 @@ class _Outcomes(BatchWork[PushDelivery]):
             raise result.error
         if result is None:
             raise WorkError("The delivery was not attempted.", code="not_attempted")
-        # Metered once the provider took it; counted after this transaction commits.
-        usage_record(project=item.message.project, meter=Meter.PUSH_SENT)
-        push_event_emit(name="push.send", message=item.message, delivery=item)
+
+    def finish(self, items: list[PushDelivery]) -> None:
+        """The done items are the sent ones (the others raised): one `sendrealm.push.send`
+        each, written together in the transaction that marks them done, so a delivery is
+        announced once even when a dead worker's chunk is finished by another."""
+        for project, members in _by_project(items):
+            system_events_emit(
+                project=project,
+                name="push.send",
+                events=[_push_event(item.message, item) for item in members],
+            )
+            # Metered once the provider took it; counted after this transaction commits.
+            usage_record(project=project, meter=Meter.PUSH_SENT, count=len(members))
 
     def done_values(self, items: list[PushDelivery]) -> dict[str, Any]:
         sent = {
@@ -258,13 +280,16 @@ def push_delivery_fail(
 
 class _Recorder:
     """Records accepted deliveries in chunks of PUSH_RECORD_EVERY while the batch goes on,
-    so a worker killed mid-batch leaves at most one chunk to be sent again."""
+    so a worker killed mid-batch leaves at most one chunk to be sent again; their messages
+    roll up once at the end of the batch."""
 
     def __init__(self, token: Any, results: dict[Any, Sent | Failed]) -> None:
         self.token = token
         self.results = results
         self.pending: list[PushDelivery] = []
         self.every = max(int(settings.PUSH_RECORD_EVERY), 1)
+        # The messages of the recorded chunks, rolled up once for the batch (`roll_up`).
+        self.message_ids: set[Any] = set()
 
     def add(self, item: PushDelivery) -> None:
         self.pending.append(item)
@@ -276,7 +301,15 @@ class _Recorder:
             return
         chunk, self.pending = self.pending, []
         PUSH_QUEUE.run(token=self.token, items=chunk, work=_Outcomes(self.results))
-        push_messages_roll_up(message_ids=[item.message_id for item in chunk])
+        self.message_ids.update(item.message_id for item in chunk)
+
+    def roll_up(self, more: Iterable[Any] = ()) -> None:
+        """Rolls up the messages of every recorded chunk (and `more`) at once, after the
+        last chunk committed: one look at their deliveries per batch rather than per chunk.
+        A worker that stops before leaves them to the stale sweep."""
+        self.flush()
+        push_messages_roll_up(message_ids=self.message_ids.union(more))
+        self.message_ids.clear()
 
 
 # --- sending --------------------------------------------------------------------------------
@@ -455,7 +488,7 @@ def push_deliver_batch() -> int:
         PUSH_QUEUE.run(token=token, items=failed, work=_Outcomes(results))
         if lost:
             _finish_lost(lost)
-        push_messages_roll_up(message_ids=[item.message_id for item in failed])
+    recorder.roll_up(item.message_id for item in failed)
     if campaign_ids:
         campaigns_finish(campaign_ids=campaign_ids)
     return len(claimed)
