@@ -33,7 +33,10 @@ LINE_LIMIT = 998
 FOLD_WIDTH = 78
 CRLF = "\r\n"
 
-_PLAIN_ADDRESS = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9.-]+")
+# A dot-atom local part at a lower-case ASCII domain of labels IDNA leaves as they are:
+# what `sanitize_address` returns unchanged.
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_PLAIN_ADDRESS = re.compile(rf"{_ATOM}(?:\.{_ATOM})*@[a-z0-9-]{{1,63}}(?:\.[a-z0-9-]{{1,63}})*")
 _LINE_BREAKS = re.compile(r"\r\n|\r|\n")
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 from django.core.mail import BadHeaderError, EmailMultiAlternatives
+from django.core.mail.message import sanitize_address
 
-from messaging.services.mime import Outgoing, header, mime_bytes
+from messaging.services.mime import Outgoing, address, header, mime_bytes
 
 HEADERS = {
     "Message-ID": "<1.2.3@example.com>",
@@ -137,3 +138,21 @@ def test_a_message_id_is_made_when_none_is_given():
     outgoing = Outgoing(subject="x", from_email="a@example.com", to=["b@example.com"], text="x")
 
     assert _read(mime_bytes(outgoing))["Message-ID"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "ada@example.net",
+        "Ada.Lovelace+news@mail.example.net",
+        "Ada@Example.NET",
+        "Ada Lovelace <ada@example.net>",
+        '"Lovelace, Ada" <ada@example.net>',
+        "a..b@example.net",
+        "zoë@example.net",
+        "ada@bücher.example",
+        "Zoë <zoe@example.net>",
+    ],
+)
+def test_addresses_are_written_as_django_writes_them(value):
+    assert address(value) == sanitize_address(value, "utf-8")
