@@ -225,20 +225,20 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
     }
 
     server.manage("shell", "-c", POSTPONE_CODE.format(campaign_id=campaign_id, deliver=DELIVER))
-    controller, handler, port = start_smtp()
+    sink = start_smtp()
+    port = sink.port
     try:
         env = {**server.env, "EMAIL_URL": f"smtp://127.0.0.1:{port}"}
         _workers(DELIVERY_WORKER_CODE.format(seconds=DELIVERY_BUDGET_SECONDS), env)
-        arrivals = list(handler.arrivals)
+        arrivals = sink.take()
         if len(arrivals) < DELIVER:
             log(f"only {len(arrivals)} of {DELIVER} emails arrived")
         span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
         delivered = (len(arrivals) - 1) / span if span else 0.0
         gaps = [(b - a) * WORKERS for a, b in itertools.pairwise(arrivals)]
-        handler.arrivals.clear()
         smtp_baseline, _ = baseline_rate(port, prebuilt_messages(min(DELIVER, 5000)))
     finally:
-        controller.stop()
+        sink.stop()
     yield {
         "name": f"campaign_delivery_w{WORKERS}",
         "ops_per_s": round(delivered, 1),

@@ -1,6 +1,7 @@
 """Email delivery: emails rendered from a template and handed to a local SMTP server
-(aiosmtpd in this process) per second by two worker processes, beside smtplib sending the
-same prebuilt messages over one reused connection in the same run."""
+(aiosmtpd in a process of its own) per second by two worker processes, beside smtplib
+sending the same prebuilt messages over one reused connection to the same server in the
+same run."""
 
 from __future__ import annotations
 
@@ -8,15 +9,14 @@ import itertools
 import json
 import os
 import smtplib
-import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from email.message import EmailMessage
 from typing import Any
 
 from bench.harness import PYTHON, ROOT, Context, log
+from bench.smtp_sink import SmtpSink
 
 EMAILS = int(os.environ.get("BENCH_EMAILS", "4000"))
 WORKERS = 2
@@ -55,33 +55,9 @@ print(json.dumps({{"claimed": claimed, "seconds": time.monotonic() - started}}))
 """
 
 
-class CountingHandler:
-    """Accepts every message and notes when each arrived."""
-
-    def __init__(self) -> None:
-        self.arrivals: list[float] = []
-        self.lock = threading.Lock()
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        with self.lock:
-            self.arrivals.append(time.monotonic())
-        return "250 OK"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_smtp() -> tuple[Any, CountingHandler, int]:
-    from aiosmtpd.controller import Controller
-
-    handler = CountingHandler()
-    port = _free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port)
-    controller.start()
-    return controller, handler, port
+def start_smtp() -> SmtpSink:
+    """The SMTP server both sides send to, in its own process."""
+    return SmtpSink()
 
 
 def prebuilt_messages(count: int) -> list[EmailMessage]:
@@ -122,7 +98,8 @@ def _percentile_ms(values: list[float], q: float) -> float | None:
 def run(ctx: Context) -> Iterator[dict[str, Any]]:
     keys = ctx.keys()
     server = ctx.server()
-    controller, handler, port = start_smtp()
+    sink = start_smtp()
+    port = sink.port
     try:
         content = json.dumps({"subject": SUBJECT, "html": HTML})
         seed = server.manage(
@@ -150,17 +127,16 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         ]
         for worker in workers:
             worker.communicate(timeout=WORKER_BUDGET_SECONDS + 60)
-        arrivals = list(handler.arrivals)
+        arrivals = sink.take()
         if len(arrivals) < EMAILS:
             log(f"only {len(arrivals)} of {EMAILS} emails arrived")
         span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
         rate = (len(arrivals) - 1) / span if span else 0.0
         # The time between consecutive arrivals at one worker (two send in parallel).
         gaps = [(b - a) * WORKERS for a, b in itertools.pairwise(arrivals)]
-        handler.arrivals.clear()
         baseline, _ = baseline_rate(port, prebuilt_messages(EMAILS))
     finally:
-        controller.stop()
+        sink.stop()
     yield {
         "name": f"emails_delivery_w{WORKERS}",
         "ops_per_s": round(rate, 1),

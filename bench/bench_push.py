@@ -1,16 +1,15 @@
 """Push delivery: notifications rendered from a template for contacts with an Android and an
 iOS device each, handed by two worker processes to loopback stand-ins of FCM (with Google's
-token endpoint) and APNs (HTTP/2), per second; beside raw httpx posting the same prebuilt
-requests to the same stand-ins over one connection per provider, in the same run."""
+token endpoint) and APNs (HTTP/2), each in a process of its own, per second; beside raw
+httpx posting the same prebuilt requests to the same stand-ins over one connection per
+provider, in the same run."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import os
-import socket
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,8 +19,8 @@ import httpx
 import jwt
 
 from bench.harness import PYTHON, ROOT, Context, log
+from bench.push_standins import StandinProcess
 from tests.pushproviders import keys
-from tests.pushproviders.standins import ApnsStandin, FcmStandin
 
 MESSAGES = int(os.environ.get("BENCH_PUSH_MESSAGES", "2000"))
 # Each message goes to one contact's two devices: one FCM, one APNs delivery.
@@ -73,74 +72,34 @@ print(json.dumps({{"claimed": claimed, "seconds": time.monotonic() - started}}))
 """
 
 
-class Arrivals:
-    """When each notification was accepted, across both stand-ins."""
-
-    def __init__(self) -> None:
-        self.times: list[float] = []
-        self.lock = threading.Lock()
-
-    def note(self) -> None:
-        with self.lock:
-            self.times.append(time.monotonic())
-
-    def take(self) -> list[float]:
-        with self.lock:
-            taken, self.times = sorted(self.times), []
-        return taken
-
-
-class CountingFcm(FcmStandin):
-    def __init__(self, arrivals: Arrivals, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.arrivals = arrivals
-        # The handler writes the head and the body apart: with Nagle's algorithm the body
-        # waits for the client's delayed ACK (40 ms), which would be all the bench measured.
-        self.server.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
-
-    def handle(self, path: str, headers: Any, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        answer = super().handle(path, headers, body)
-        if answer[0] == 200 and path != "/token":
-            self.arrivals.note()
-        return answer
-
-
-class CountingApns(ApnsStandin):
-    def __init__(self, arrivals: Arrivals, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.arrivals = arrivals
-
-    def _serve(self, sock: socket.socket, number: int) -> None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super()._serve(sock, number)
-
-    def _answer(self, request: Any) -> tuple[int, dict[str, str], bytes]:
-        answer = super()._answer(request)
-        if answer[0] == 200:
-            self.arrivals.note()
-        return answer
-
-
-def start_standins(arrivals: Arrivals) -> tuple[CountingFcm, CountingApns]:
-    fcm = CountingFcm(arrivals, account=keys.service_account())
-    apns = CountingApns(
-        arrivals,
-        private_key_pem=keys.apns_p8(),
-        key_id=APNS_KEY_ID,
-        team_id=APNS_TEAM_ID,
-        bundle_id=BUNDLE_ID,
-    )
-    fcm.__enter__()
-    apns.__enter__()
+def start_standins() -> tuple[StandinProcess, StandinProcess]:
+    """The FCM and APNs stand-ins, each in its own process."""
+    fcm = StandinProcess("fcm", account=keys.service_account())
+    try:
+        apns = StandinProcess(
+            "apns",
+            private_key_pem=keys.apns_p8(),
+            key_id=APNS_KEY_ID,
+            team_id=APNS_TEAM_ID,
+            bundle_id=BUNDLE_ID,
+        )
+    except Exception:
+        fcm.stop()
+        raise
     return fcm, apns
 
 
-def stop_standins(fcm: FcmStandin, apns: ApnsStandin) -> None:
-    fcm.__exit__(None, None, None)
-    apns.__exit__(None, None, None)
+def stop_standins(fcm: StandinProcess, apns: StandinProcess) -> None:
+    fcm.stop()
+    apns.stop()
 
 
-def _fcm_access_token(fcm: FcmStandin) -> str:
+def take_arrivals(fcm: StandinProcess, apns: StandinProcess) -> list[float]:
+    """The notifications both stand-ins accepted since the last take, in time order."""
+    return sorted(fcm.take() + apns.take())
+
+
+def _fcm_access_token(fcm: StandinProcess) -> str:
     account = fcm.account
     now = int(time.time())
     assertion = jwt.encode(
@@ -195,7 +154,7 @@ def prebuilt_requests(count: int) -> tuple[list[bytes], list[tuple[str, bytes]]]
 
 
 def baseline_rate(
-    fcm: FcmStandin, apns: ApnsStandin, requests: tuple[list[bytes], list[tuple[str, bytes]]]
+    fcm: StandinProcess, apns: StandinProcess, requests: tuple[list[bytes], list[tuple[str, bytes]]]
 ) -> tuple[float, list[float]]:
     """httpx over one connection per stand-in, one request at a time: notifications per
     second and each request's seconds."""
@@ -245,8 +204,7 @@ def _percentile_ms(values: list[float], q: float) -> float | None:
 def run(ctx: Context) -> Iterator[dict[str, Any]]:
     keys_ = ctx.keys()
     server = ctx.server()
-    arrivals = Arrivals()
-    fcm, apns = start_standins(arrivals)
+    fcm, apns = start_standins()
     try:
         env = {
             **server.env,
@@ -299,7 +257,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         for worker in workers:
             out, _ = worker.communicate(timeout=WORKER_BUDGET_SECONDS + 60)
             log(f"worker: {out.strip().splitlines()[-1] if out.strip() else '(no output)'}")
-        delivered = arrivals.take()
+        delivered = take_arrivals(fcm, apns)
         problems = fcm.problems + apns.problems
         if problems:
             log(f"the stand-ins refused: {problems[:3]}")
@@ -310,7 +268,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         # The time between consecutive arrivals at one worker (two send in parallel).
         gaps = [(b - a) * WORKERS for a, b in itertools.pairwise(delivered)]
         baseline, _ = baseline_rate(fcm, apns, prebuilt_requests(MESSAGES))
-        arrivals.take()
+        take_arrivals(fcm, apns)
     finally:
         stop_standins(fcm, apns)
     yield {

@@ -13,6 +13,7 @@ transaction open, then record the outcomes in short transactions:
 A message rolls up once every one of its deliveries is final: all sent `sent`, some
 `partially_sent`, none `failed`."""
 
+import contextvars
 import datetime as dt
 import logging
 from collections import defaultdict
@@ -25,7 +26,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from config import clock
-from config.outbox import system_event_emit
+from config.outbox import SystemEvent, system_events_emit
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
 from config.workqueue.policy import RetryPolicy, retry_policy_for
@@ -40,7 +41,7 @@ from pushproviders.models import (
     PushMessageStatus,
     PushProvider,
 )
-from pushproviders.readiness import provider_send_problem, provider_send_state
+from pushproviders.readiness import Credentials, provider_send_problem, provider_send_state
 from pushproviders.transports import (
     PushPayload,
     PushTarget,
@@ -60,6 +61,8 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
 # After this many transient failures in a row, the rest of a provider's group is not
 # tried in this batch (each would wait out the same outage); they retry with backoff.
 TRANSIENT_STREAK_LIMIT = 3
+# Failures that say the connection itself failed: a kept transport is not reused after one.
+CONNECTION_ERRORS = frozenset({"provider_timeout", "provider_unreachable"})
 
 
 def push_retry_policy(delivery: PushDelivery | None = None) -> RetryPolicy:
@@ -83,13 +86,8 @@ PUSH_QUEUE: WorkQueue[PushDelivery] = WorkQueue(
 # --- events ---------------------------------------------------------------------------------
 
 
-def push_event_emit(
-    *, name: str, message: PushMessage, delivery: PushDelivery, **extra: Any
-) -> None:
-    """Records `sendrealm.<name>` about one delivery, in the caller's transaction."""
-    system_event_emit(
-        project=message.project,
-        name=name,
+def _push_event(message: PushMessage, delivery: PushDelivery, **extra: Any) -> SystemEvent:
+    return SystemEvent(
         payload={
             "push_id": str(message.pk),
             "contact_id": str(delivery.contact_id) if delivery.contact_id else None,
@@ -100,6 +98,23 @@ def push_event_emit(
         },
         contact_id=delivery.contact_id,
     )
+
+
+def push_event_emit(
+    *, name: str, message: PushMessage, delivery: PushDelivery, **extra: Any
+) -> None:
+    """Records `sendrealm.<name>` about one delivery, in the caller's transaction."""
+    system_events_emit(
+        project=message.project, name=name, events=[_push_event(message, delivery, **extra)]
+    )
+
+
+def _by_project(deliveries: Iterable[PushDelivery]) -> list[tuple[Any, list[PushDelivery]]]:
+    """The deliveries (their messages loaded) grouped by their project."""
+    groups: dict[Any, list[PushDelivery]] = defaultdict(list)
+    for delivery in deliveries:
+        groups[delivery.message.project_id].append(delivery)
+    return [(members[0].message.project, members) for members in groups.values()]
 
 
 def delivery_error(error: Exception) -> str:
@@ -187,9 +202,19 @@ class _Outcomes(BatchWork[PushDelivery]):
             raise result.error
         if result is None:
             raise WorkError("The delivery was not attempted.", code="not_attempted")
-        # Metered once the provider took it; counted after this transaction commits.
-        usage_record(project=item.message.project, meter=Meter.PUSH_SENT)
-        push_event_emit(name="push.send", message=item.message, delivery=item)
+
+    def finish(self, items: list[PushDelivery]) -> None:
+        """The done items are the sent ones (the others raised): one `sendrealm.push.send`
+        each, written together in the transaction that marks them done, so a delivery is
+        announced once even when a dead worker's chunk is finished by another."""
+        for project, members in _by_project(items):
+            system_events_emit(
+                project=project,
+                name="push.send",
+                events=[_push_event(item.message, item) for item in members],
+            )
+            # Metered once the provider took it; counted after this transaction commits.
+            usage_record(project=project, meter=Meter.PUSH_SENT, count=len(members))
 
     def done_values(self, items: list[PushDelivery]) -> dict[str, Any]:
         sent = {
@@ -258,13 +283,16 @@ def push_delivery_fail(
 
 class _Recorder:
     """Records accepted deliveries in chunks of PUSH_RECORD_EVERY while the batch goes on,
-    so a worker killed mid-batch leaves at most one chunk to be sent again."""
+    so a worker killed mid-batch leaves at most one chunk to be sent again; their messages
+    roll up once at the end of the batch."""
 
     def __init__(self, token: Any, results: dict[Any, Sent | Failed]) -> None:
         self.token = token
         self.results = results
         self.pending: list[PushDelivery] = []
         self.every = max(int(settings.PUSH_RECORD_EVERY), 1)
+        # The messages of the recorded chunks, rolled up once for the batch (`roll_up`).
+        self.message_ids: set[Any] = set()
 
     def add(self, item: PushDelivery) -> None:
         self.pending.append(item)
@@ -276,7 +304,15 @@ class _Recorder:
             return
         chunk, self.pending = self.pending, []
         PUSH_QUEUE.run(token=self.token, items=chunk, work=_Outcomes(self.results))
-        push_messages_roll_up(message_ids=[item.message_id for item in chunk])
+        self.message_ids.update(item.message_id for item in chunk)
+
+    def roll_up(self, more: Iterable[Any] = ()) -> None:
+        """Rolls up the messages of every recorded chunk (and `more`) at once, after the
+        last chunk committed: one look at their deliveries per batch rather than per chunk.
+        A worker that stops before leaves them to the stale sweep."""
+        self.flush()
+        push_messages_roll_up(message_ids=self.message_ids.union(more))
+        self.message_ids.clear()
 
 
 # --- sending --------------------------------------------------------------------------------
@@ -292,7 +328,9 @@ def _target(installation: PushInstallation) -> PushTarget:
     )
 
 
-def _open(provider: PushProvider | None, platform: str) -> PushTransport | WorkError:
+def _open(
+    provider: PushProvider | None, platform: str, transports: "_Transports | None" = None
+) -> PushTransport | WorkError:
     problem = provider_send_problem(provider, platform=platform)
     if problem is not None:
         return WorkError(problem.message, code=problem.code, permanent=True)
@@ -304,13 +342,68 @@ def _open(provider: PushProvider | None, platform: str) -> PushTransport | WorkE
             code="provider_not_ready",
             permanent=True,
         )
+    if transports is not None:
+        kept = transports.get(provider.pk, credentials)
+        if kept is not None:
+            return kept
     try:
-        return transport_open(credentials)
+        transport = transport_open(credentials)
     except WorkError as error:
         return error
     except Exception as error:
         logger.warning("Opening the %s transport failed", platform, exc_info=True)
         return WorkError(f"{type(error).__name__}: {error}", code="transport_error")
+    if transports is not None:
+        transports.keep(provider.pk, credentials, transport)
+    return transport
+
+
+def _close(transport: PushTransport) -> None:
+    try:
+        transport.close()
+    except Exception:
+        logger.debug("Closing the %s transport failed", transport, exc_info=True)
+
+
+class _Transports:
+    """The transports of one drain, one per provider, each kept open from batch to batch
+    while its credentials stay the same: one connection (for APNs one HTTP/2 connection,
+    its TLS handshake made once) per provider for the whole drain rather than per batch."""
+
+    def __init__(self) -> None:
+        self.open: dict[Any, tuple[Credentials, PushTransport]] = {}
+
+    def get(self, provider_id: Any, credentials: Credentials) -> PushTransport | None:
+        kept = self.open.get(provider_id)
+        if kept is None:
+            return None
+        if kept[0] == credentials:
+            return kept[1]
+        # The provider's credentials changed: its old connection goes.
+        self.drop(provider_id)
+        return None
+
+    def keep(self, provider_id: Any, credentials: Credentials, transport: PushTransport) -> None:
+        self.open[provider_id] = (credentials, transport)
+
+    def forget(self, provider_id: Any) -> None:
+        """No longer keeps the provider's transport (the caller closes it)."""
+        self.open.pop(provider_id, None)
+
+    def drop(self, provider_id: Any) -> None:
+        kept = self.open.pop(provider_id, None)
+        if kept is not None:
+            _close(kept[1])
+
+    def close(self) -> None:
+        for provider_id in list(self.open):
+            self.drop(provider_id)
+
+
+# Set while `push_deliver_due` drains: the batches share its transports.
+_drain_transports: contextvars.ContextVar[_Transports | None] = contextvars.ContextVar(
+    "push_drain_transports", default=None
+)
 
 
 def _send_group(
@@ -321,8 +414,10 @@ def _send_group(
     results: dict[Any, Sent | Failed],
     recorder: _Recorder,
 ) -> None:
-    """Sends one provider's share of the batch over one transport."""
-    transport = _open(provider, platform)
+    """Sends one provider's share of the batch over one transport: the drain's for the
+    provider when one drains, else one opened for the batch and closed after it."""
+    transports = _drain_transports.get()
+    transport = _open(provider, platform, transports)
     if isinstance(transport, WorkError):
         at = clock.now()
         for item, _ in group:
@@ -344,6 +439,12 @@ def _send_group(
                     logger.warning("Sending push delivery %s failed", item.pk, exc_info=True)
                     error = WorkError(f"{type(raised).__name__}: {raised}", code="send_error")
                 results[item.pk] = Failed(error, at)
+                if error.code in CONNECTION_ERRORS and transports is not None:
+                    # The next batch reconnects rather than reuse what failed.
+                    # It is closed when this group ends, like a batch's own.
+                    assert provider is not None
+                    transports.forget(provider.pk)
+                    transports = None
                 if error.permanent:
                     streak = 0
                     continue
@@ -359,10 +460,8 @@ def _send_group(
             results[item.pk] = Sent(provider_message_id=provider_message_id, at=at)
             recorder.add(item)
     finally:
-        try:
-            transport.close()
-        except Exception:
-            logger.debug("Closing the %s transport failed", platform, exc_info=True)
+        if transports is None:
+            _close(transport)
 
 
 def _finish_lost(items: list[PushDelivery]) -> None:
@@ -455,15 +554,22 @@ def push_deliver_batch() -> int:
         PUSH_QUEUE.run(token=token, items=failed, work=_Outcomes(results))
         if lost:
             _finish_lost(lost)
-        push_messages_roll_up(message_ids=[item.message_id for item in failed])
+    recorder.roll_up(item.message_id for item in failed)
     if campaign_ids:
         campaigns_finish(campaign_ids=campaign_ids)
     return len(claimed)
 
 
 def push_deliver_due(*, budget_seconds: float) -> tuple[int, bool]:
-    """Delivers due push deliveries until none are left or the budget is spent."""
-    return PUSH_QUEUE.drain(push_deliver_batch, budget_seconds=budget_seconds)
+    """Delivers due push deliveries until none are left or the budget is spent, each
+    provider's transport kept open across the batches."""
+    transports = _Transports()
+    reset = _drain_transports.set(transports)
+    try:
+        return PUSH_QUEUE.drain(push_deliver_batch, budget_seconds=budget_seconds)
+    finally:
+        _drain_transports.reset(reset)
+        transports.close()
 
 
 def push_deliveries_requeue(*, ids: Iterable[Any]) -> int:

@@ -286,6 +286,9 @@ class ApnsStandin:
         self.connections = 0
         self.provider_tokens: list[str] = []  # distinct tokens, in the order first seen
         self.expired: set[str] = set()
+        # Provider tokens whose signature and claims checked out, as APNs keeps them: the
+        # same string verifies the same way, and its age and expiry are checked each time.
+        self.verified: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.delivered: list[ApnsRequest] = []
         self.problems: list[str] = []
         self.unregistered: set[str] = set()  # 410 Unregistered
@@ -386,17 +389,24 @@ class ApnsStandin:
         if not authorization.startswith("bearer "):
             return self._refused(403, "MissingProviderToken", "no provider token")
         token = authorization.removeprefix("bearer ")
-        try:
-            header = jwt.get_unverified_header(token)
-            claims = jwt.decode(
-                token,
-                self.public_key,
-                algorithms=["ES256"],
-                issuer=self.team_id,
-                options={"require": ["iss", "iat"], "verify_exp": False},
-            )
-        except jwt.PyJWTError as error:
-            return self._refused(403, "InvalidProviderToken", f"provider token: {error}")
+        with self.lock:
+            verified = self.verified.get(token)
+        if verified is None:
+            try:
+                header = jwt.get_unverified_header(token)
+                claims = jwt.decode(
+                    token,
+                    self.public_key,
+                    algorithms=["ES256"],
+                    issuer=self.team_id,
+                    options={"require": ["iss", "iat"], "verify_exp": False},
+                )
+            except jwt.PyJWTError as error:
+                return self._refused(403, "InvalidProviderToken", f"provider token: {error}")
+            with self.lock:
+                self.verified[token] = (header, claims)
+        else:
+            header, claims = verified
         if header.get("kid") != self.key_id or header.get("alg") != "ES256":
             return self._refused(403, "InvalidProviderToken", f"provider token header {header}")
         with self.lock:

@@ -2,6 +2,7 @@
 against the loopback stand-ins of FCM (and Google's token endpoint), APNs (HTTP/2) and a
 Web Push service, and the outcome read back through `GET /push/messages/{id}`."""
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterator
 from typing import Any
@@ -11,8 +12,11 @@ import pytest
 from config.celery import app
 from events.models import Event
 from pushproviders.models import PushDelivery, PushInstallation, PushMessage
+from pushproviders.readiness import ApnsCredentials
 from pushproviders.services.delivery import (
+    _Transports,
     push_deliver_batch,
+    push_deliver_due,
     push_deliveries_requeue,
     push_messages_roll_up_stale,
 )
@@ -170,6 +174,58 @@ def test_a_batch_opens_one_connection_per_provider(push, ada, fcm, apns):
     assert len(apns.delivered) == 6
     assert apns.connections == 1
     assert PushMessage.objects.filter(status="sent").count() == 6
+
+
+def test_a_drain_keeps_one_connection_per_provider_across_its_batches(
+    push, ada, fcm, apns, settings
+):
+    settings.PUSH_CLAIM_BATCH_SIZE = 2
+    push.install(ada, "fcm", FCM_TOKEN)
+    push.install(ada, "apns", APNS_TOKEN)
+    for n in range(4):
+        send(push, contact_id=str(ada.id), body=f"note {n}")
+
+    claimed, more = push_deliver_due(budget_seconds=30)
+
+    assert (claimed, more) == (8, False)
+    assert len(fcm.messages) == 4
+    assert len(apns.delivered) == 4
+    assert apns.connections == 1
+    assert fcm.connections <= 2  # the token endpoint and FCM share the stand-in
+    assert PushMessage.objects.filter(status="sent").count() == 4
+
+
+class _FakeTransport:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def send(self, target: Any, payload: Any) -> str:
+        return "id"
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_drain_keeps_a_transport_while_its_credentials_stay_the_same():
+    transports = _Transports()
+    old, new = _FakeTransport(), _FakeTransport()
+    before = ApnsCredentials(
+        key_id="K", team_id="T", private_key_pem="pem", bundle_id="b", environment="production"
+    )
+    transports.keep("provider", before, old)
+
+    assert transports.get("provider", before) is old
+    after = dataclasses.replace(before, key_id="K2")
+    assert transports.get("provider", after) is None
+    assert old.closed
+
+    transports.keep("provider", after, new)
+    transports.forget("provider")
+    assert transports.get("provider", after) is None
+    assert not new.closed  # a forgotten transport is its user's to close
+    transports.keep("provider", after, new)
+    transports.close()
+    assert new.closed
 
 
 def test_a_template_send_delivers_what_was_rendered_for_the_contact(push, ada, fcm):

@@ -1,0 +1,95 @@
+"""The local SMTP server of the email benchmarks, in a process of its own (as a real mail
+server is elsewhere): aiosmtpd accepting every message and noting when each arrived.
+
+`python -m bench.smtp_sink PORT` serves until its standard input closes; each line
+`take` on standard input is answered with one line, the JSON list of the arrival times
+(`time.monotonic()`, the same clock in every process) since the last `take`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from bench.harness import PYTHON, ROOT, _free_port
+
+
+class _Counting:
+    def __init__(self) -> None:
+        self.arrivals: list[float] = []
+        self.lock = threading.Lock()
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        with self.lock:
+            self.arrivals.append(time.monotonic())
+        return "250 OK"
+
+    def take(self) -> list[float]:
+        with self.lock:
+            taken, self.arrivals = self.arrivals, []
+        return taken
+
+
+def serve(port: int) -> None:
+    from aiosmtpd.smtp import SMTP
+
+    handler = _Counting()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: SMTP(handler), "127.0.0.1", port)
+        print("ready", flush=True)
+        # Commands come on stdin, read by a thread: the loop only serves SMTP.
+        await loop.run_in_executor(None, _commands, handler)
+        server.close()
+
+    asyncio.run(main())
+
+
+def _commands(handler: _Counting) -> None:
+    for line in sys.stdin:
+        if line.strip() == "take":
+            print(json.dumps(handler.take()), flush=True)
+
+
+class SmtpSink:
+    """The server's process, seen from the benchmark."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.proc = subprocess.Popen(
+            [PYTHON, "-m", "bench.smtp_sink", str(self.port)],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            self.stop()
+            raise RuntimeError("the SMTP sink did not start")
+
+    def take(self) -> list[float]:
+        """The arrival times since the last take, in order."""
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.write("take\n")
+        self.proc.stdin.flush()
+        return sorted(json.loads(self.proc.stdout.readline()))
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
