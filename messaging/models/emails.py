@@ -27,7 +27,10 @@ class Email(models.Model):
     became of it. Content is stored rendered, so a resend or a preview shows what went out."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="emails")
+    # Indexed by `email_created_idx`, which starts with it.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="emails", db_index=False
+    )
 
     # --- The message, as rendered at request time (set by `email_create`). ---
     from_email = models.CharField(max_length=320)
@@ -59,13 +62,15 @@ class Email(models.Model):
         "topics.Topic", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
     )
     # The campaign that made it (its fan-out); a canceled campaign's queued emails are
-    # not sent.
+    # not sent. Indexed by `email_campaign_contact_unique` and `email_campaign_status_idx`,
+    # which start with it (a campaign id, compared, implies their `IS NOT NULL`).
     campaign = models.ForeignKey(
         "messaging.Campaign",
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="emails",
+        db_index=False,
     )
 
     # --- Lifecycle. Delivery sets `sent`/`failed`; ESP webhooks set `delivered`,
@@ -104,6 +109,13 @@ class Email(models.Model):
                 fields=["project", "idempotency_key"],
                 condition=models.Q(idempotency_key__isnull=False),
                 name="email_idempotency_key_unique",
+            ),
+            # A campaign emails a contact at most once, however often a fan-out batch
+            # runs (the batch also reads it to leave out the contacts it already reached).
+            models.UniqueConstraint(
+                fields=["campaign", "contact"],
+                condition=models.Q(campaign__isnull=False),
+                name="email_campaign_contact_unique",
             ),
         ]
         indexes = [

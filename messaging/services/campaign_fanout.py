@@ -10,13 +10,18 @@ work each in one transaction:
    no batch starts messages after the cancel is seen.
 2. The range's contacts are loaded with one query; unsubscribed ones (topic campaigns),
    suppressed addresses and contacts without an address (email) are skipped.
-3. Every contact gets a `CampaignRecipient` row: one INSERT ... ON CONFLICT DO NOTHING
-   RETURNING, so only contacts that had no row yet go on. A batch redone after a worker
-   died (its lease ran out) therefore sends nobody a second message.
-4. Emails are rendered from the version frozen at approval (`EmailRenderer`: what each
-   contact alone would get, for less work per contact) and stored by COPY with their
-   delivery jobs (the email queue is woken after commit); push messages are made by the
-   push family through messaging/hooks.py.
+3. A batch runs at most once at a time (the kit locks its row and checks the claim in
+   the batch's transaction) and reads what an earlier run of it committed: the range's
+   contacts this campaign already emailed (its email carries the unique (campaign,
+   contact) key) or skipped (a `CampaignRecipient` row). Only the others go on, so a
+   batch redone after a worker died (its lease ran out) sends nobody a second message
+   and counts nobody twice; the unique keys stand behind the read.
+4. Skipped contacts get a recipient row saying why. Emails are rendered from the version
+   frozen at approval (`EmailRenderer`: what each contact alone would get, for less
+   work per contact) and stored by COPY with their delivery jobs (the email queue is
+   woken after commit). Push messages are made by the push family through
+   messaging/hooks.py; every contact of a push campaign gets a recipient row first
+   (INSERT ... ON CONFLICT DO NOTHING RETURNING: only the new ones go on).
 
 The batches of a campaign run in parallel on any number of workers. Contacts added to
 the audience (or topic) before their range's batch runs are included. A batch whose
@@ -207,6 +212,48 @@ def _recipients_insert(
         return {row[0] for row in cursor.fetchall()}
 
 
+def _range_condition(column: str, batch: CampaignFanout) -> tuple[str, list[Any]]:
+    """SQL that keeps `column` (a contact id) within the batch's range, and its params."""
+    sql, params = "", []
+    if batch.after_contact_id is not None:
+        sql += f" AND {column} > %s"
+        params.append(batch.after_contact_id)
+    if batch.upto_contact_id is not None:
+        sql += f" AND {column} <= %s"
+        params.append(batch.upto_contact_id)
+    return sql, params
+
+
+def _handled(campaign: Campaign, batch: CampaignFanout) -> set[uuid.UUID]:
+    """The contacts of the batch's range that an earlier run of the batch emailed or
+    skipped: one scan of each table's (campaign, contact) key, empty on a first run."""
+    emails = connection.ops.quote_name(Email._meta.db_table)
+    recipients = connection.ops.quote_name(CampaignRecipient._meta.db_table)
+    within, bounds = _range_condition("contact_id", batch)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT contact_id FROM {emails} WHERE campaign_id = %s{within} "  # noqa: S608
+            f"UNION ALL SELECT contact_id FROM {recipients} WHERE campaign_id = %s{within}",
+            [campaign.pk, *bounds, campaign.pk, *bounds],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _skipped_insert(campaign: Campaign, skip: dict[uuid.UUID, str]) -> None:
+    """A recipient row per skipped contact (by COPY: the caller left out those that have
+    one)."""
+    copy_insert(
+        CampaignRecipient,
+        ("contact", "reason"),
+        skip.items(),
+        constants={
+            "campaign": campaign.pk,
+            "status": RecipientStatus.SUPPRESSED,
+            "created_at": clock.now(),
+        },
+    )
+
+
 def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
     """The addresses of `emails` on the project's suppression list. Contacts keep their
     address in the project's normal form, the form the list keeps too."""
@@ -350,17 +397,23 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
     if _status_shared(campaign.pk) != CampaignStatus.SENDING:
         return 0, 0
     contacts = _contacts_in(campaign, batch)
+    email = campaign.channel == Channel.EMAIL
+    if email and (handled := _handled(campaign, batch)):
+        contacts = [contact for contact in contacts if contact.pk not in handled]
     skip: dict[uuid.UUID, str] = {}
     for contact in contacts:
         if not getattr(contact, "topic_subscribed", True):
             skip[contact.pk] = SkipReason.UNSUBSCRIBED
-        elif campaign.channel == Channel.EMAIL and not contact.email:
+        elif email and not contact.email:
             skip[contact.pk] = SkipReason.NO_EMAIL
-    if campaign.channel == Channel.EMAIL:
+    if email:
         listed = _suppressed(campaign, [c.email for c in contacts if c.pk not in skip and c.email])
         for contact in contacts:
             if contact.pk not in skip and contact.email in listed:
                 skip[contact.pk] = SkipReason.SUPPRESSED
+        _skipped_insert(campaign, skip)
+        reach = [contact for contact in contacts if contact.pk not in skip]
+        return _emails_create(campaign, reach), len(skip)
     new = _recipients_insert(
         campaign,
         [
@@ -374,8 +427,6 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
     )
     reach = [contact for contact in contacts if contact.pk in new and contact.pk not in skip]
     skipped = sum(1 for pk in skip if pk in new)
-    if campaign.channel == Channel.EMAIL:
-        return _emails_create(campaign, reach), skipped
     unreached = _push_messages_create(campaign, reach)
     if unreached:
         CampaignRecipient.objects.filter(campaign=campaign, contact_id__in=unreached).update(
