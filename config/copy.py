@@ -106,7 +106,8 @@ def copy_insert(
         return 0
     data = ("\n".join(lines) + "\n").encode()
     table = connection.ops.quote_name(meta.db_table)
-    with connection.cursor() as cursor:
+    # Django's errors (`IntegrityError`) as its own cursors raise them.
+    with connection.wrap_database_errors, connection.cursor() as cursor:
         raw = cursor.cursor  # the driver's cursor: Django's wrapper has no COPY
         with raw.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             copy.write(data)

@@ -27,9 +27,15 @@ class Email(models.Model):
     became of it. Content is stored rendered, so a resend or a preview shows what went out."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    # Indexed by `email_created_idx`, which starts with it.
+    # Indexed by `email_created_idx`, which starts with it. This key and those of the
+    # template, version, topic and campaign are checked once per statement instead of
+    # once per row (see `REFERENCES_CHECKED` below).
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="emails", db_index=False
+        Project,
+        on_delete=models.CASCADE,
+        related_name="emails",
+        db_index=False,
+        db_constraint=False,
     )
 
     # --- The message, as rendered at request time (set by `email_create`). ---
@@ -48,10 +54,20 @@ class Email(models.Model):
 
     # --- Where it came from. Null for inline content or an unknown recipient. ---
     template = models.ForeignKey(
-        MessageTemplate, on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+        MessageTemplate,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="emails",
+        db_constraint=False,
     )
     template_version = models.ForeignKey(
-        TemplateVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+        TemplateVersion,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="emails",
+        db_constraint=False,
     )
     contact = models.ForeignKey(
         "contacts.Contact", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
@@ -59,7 +75,12 @@ class Email(models.Model):
     # The topic the message is about (campaigns to a topic set it). Its unsubscribe link
     # takes the contact off this topic; without one the address is suppressed instead.
     topic = models.ForeignKey(
-        "topics.Topic", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+        "topics.Topic",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="emails",
+        db_constraint=False,
     )
     # The campaign that made it (its fan-out); a canceled campaign's queued emails are
     # not sent. Indexed by `email_campaign_contact_unique` and `email_campaign_status_idx`,
@@ -71,6 +92,7 @@ class Email(models.Model):
         blank=True,
         related_name="emails",
         db_index=False,
+        db_constraint=False,
     )
 
     # --- Lifecycle. Delivery sets `sent`/`failed`; ESP webhooks set `delivered`,
@@ -140,6 +162,25 @@ class Email(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject or '(no subject)'} -> {', '.join(self.to)}"
+
+
+# The email's keys whose target is the same for every email of a bulk write (a campaign's
+# fan-out batch, an automation's batch): (column, referenced table). PostgreSQL checks a
+# foreign key once per inserted row, a lookup and a `FOR KEY SHARE` lock of the same
+# row thousands of times over. These are checked by triggers instead (migration 0009),
+# with the same guarantees: after each INSERT statement, the distinct targets of its
+# rows are locked `FOR KEY SHARE` and must all exist (else SQLSTATE 23503, Django's
+# IntegrityError), as must a new target an UPDATE sets; deleting a target (or changing
+# its id) fails at commit while an email still names it, as a deferred NO ACTION key
+# does. Django's `on_delete` runs first, as for any key. The contact's key (one target
+# per row) stays a foreign key.
+REFERENCES_CHECKED = (
+    ("project_id", "tenancy_project"),
+    ("template_id", "messaging_messagetemplate"),
+    ("template_version_id", "messaging_templateversion"),
+    ("topic_id", "topics_topic"),
+    ("campaign_id", "messaging_campaign"),
+)
 
 
 class EmailDelivery(WorkItem):
