@@ -18,10 +18,11 @@ work each in one transaction:
    and counts nobody twice; the unique keys stand behind the read.
 4. Skipped contacts get a recipient row saying why. Emails are rendered from the version
    frozen at approval (`EmailRenderer`: what each contact alone would get, for less
-   work per contact) and stored by COPY with their delivery jobs (the email queue is
-   woken after commit). Push messages are made by the push family through
-   messaging/hooks.py; every contact of a push campaign gets a recipient row first
-   (INSERT ... ON CONFLICT DO NOTHING RETURNING: only the new ones go on).
+   work per contact) and stored with their delivery jobs by the bulk email writer
+   (messaging/services/email_store.py: COPY; the email queue is woken after commit).
+   Push messages are made by the push family through messaging/hooks.py; every
+   contact of a push campaign gets a recipient row first (INSERT ... ON CONFLICT DO
+   NOTHING RETURNING: only the new ones go on).
 
 The batches of a campaign run in parallel on any number of workers. Contacts added to
 the audience (or topic) before their range's batch runs are included. A batch whose
@@ -53,7 +54,6 @@ from messaging.models import (
     CampaignStatus,
     Channel,
     Email,
-    EmailDelivery,
     EmailStatus,
     RecipientStatus,
     SkipReason,
@@ -62,7 +62,7 @@ from messaging.models import (
 from messaging.selectors.campaigns import campaign_candidates
 from messaging.services.campaign_progress import campaigns_finish
 from messaging.services.campaigns import Actor, campaign_history_record
-from messaging.services.delivery import EMAIL_QUEUE
+from messaging.services.email_store import emails_insert
 from messaging.services.emails import bare_address
 from messaging.services.rendering import EmailRenderer, contact_variables
 
@@ -268,7 +268,7 @@ def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
-# Per email; the columns every email of a batch shares are `copy_insert` constants.
+# Per email; the columns every email of a batch shares are `emails_insert` constants.
 EMAIL_COLUMNS = (
     "id",
     "to",
@@ -282,12 +282,11 @@ EMAIL_COLUMNS = (
     "last_error",
 )
 NO_TAGS, NO_DATA = RawJson("[]"), RawJson("{}")
-DELIVERY_COLUMNS = ("email",)
 
 
 def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) -> int:
     """One email per contact, rendered from the frozen version, stored with its delivery
-    job by COPY; a contact the template cannot be rendered for gets a `failed` email with
+    job (`emails_insert`); a contact the template cannot be rendered for gets a `failed` email with
     the reason (nothing is sent to it). Returns how many were queued."""
     if not contacts:
         return 0
@@ -297,7 +296,7 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
     render = EmailRenderer(version, project=campaign.project).render
     queued_status, failed_status = EmailStatus.QUEUED.value, EmailStatus.FAILED.value
     emails: list[tuple[Any, ...]] = []
-    queued: list[tuple[Any, ...]] = []
+    queued: list[uuid.UUID] = []
     why: str | None
     for contact in contacts:
         email_id = uuid.uuid4()
@@ -316,7 +315,7 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
             why = f"The template could not be rendered for this contact: {error.details}"
         else:
             status, why = queued_status, None
-            queued.append((email_id,))
+            queued.append(email_id)
         emails.append(
             (
                 email_id,
@@ -334,10 +333,9 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
             )
         )
     now = clock.now()
-    copy_insert(
-        Email,
-        EMAIL_COLUMNS,
-        emails,
+    emails_insert(
+        columns=EMAIL_COLUMNS,
+        rows=emails,
         constants={
             "project": campaign.project_id,
             "from_email": campaign.sender,
@@ -350,22 +348,9 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
             "request_fingerprint": "",
             "created_at": now,
         },
+        queued=queued,
+        now=now,
     )
-    copy_insert(
-        EmailDelivery,
-        DELIVERY_COLUMNS,
-        queued,
-        constants={
-            "status": WorkStatus.ACCEPTED,
-            "attempts": 0,
-            "next_attempt_at": now,
-            "last_error": "",
-            "error_code": "",
-            "created_at": now,
-        },
-    )
-    if queued:
-        transaction.on_commit(EMAIL_QUEUE.wake)
     return len(queued)
 
 
