@@ -59,6 +59,7 @@ class Email(models.Model):
         null=True,
         blank=True,
         related_name="emails",
+        db_index=False,
         db_constraint=False,
     )
     template_version = models.ForeignKey(
@@ -67,6 +68,7 @@ class Email(models.Model):
         null=True,
         blank=True,
         related_name="emails",
+        db_index=False,
         db_constraint=False,
     )
     contact = models.ForeignKey(
@@ -80,6 +82,7 @@ class Email(models.Model):
         null=True,
         blank=True,
         related_name="emails",
+        db_index=False,
         db_constraint=False,
     )
     # The campaign that made it (its fan-out); a canceled campaign's queued emails are
@@ -151,6 +154,17 @@ class Email(models.Model):
             ),
             # Serves bounces and replies that quote our Message-ID.
             models.Index(fields=["message_id"], name="email_message_id_idx"),
+            # Serve the `SET NULL` of a deleted template, version or topic and the checks
+            # that none is deleted while an email names it (migration 0009); emails
+            # without one (inline content, campaigns to an audience) take no entry.
+            *(
+                models.Index(
+                    fields=[name],
+                    condition=models.Q(**{f"{name}__isnull": False}),
+                    name=f"email_{name}_idx",
+                )
+                for name in ("template", "template_version", "topic")
+            ),
             # Serves a campaign's stats (counts by status) and the check that none of its
             # emails is still queued.
             models.Index(
