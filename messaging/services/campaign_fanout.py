@@ -286,8 +286,8 @@ NO_TAGS, NO_DATA = RawJson("[]"), RawJson("{}")
 
 def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) -> int:
     """One email per contact, rendered from the frozen version, stored with its delivery
-    job (`emails_insert`); a contact the template cannot be rendered for gets a `failed` email with
-    the reason (nothing is sent to it). Returns how many were queued."""
+    job (`emails_insert`); a contact the template cannot be rendered for gets a `failed`
+    email with the reason (nothing is sent to it). Returns how many were queued."""
     if not contacts:
         return 0
     version = campaign.template_version
@@ -296,10 +296,13 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
     render = EmailRenderer(version, project=campaign.project).render
     queued_status, failed_status = EmailStatus.QUEUED.value, EmailStatus.FAILED.value
     emails: list[tuple[Any, ...]] = []
-    queued: list[uuid.UUID] = []
+    # Ids go as text (COPY sends text), each made once: the email's serves its row and
+    # its delivery job, the contact's its variables and the row.
+    queued: list[str] = []
     why: str | None
     for contact in contacts:
         email_id = uuid.uuid4()
+        email_key = str(email_id)
         # `to` and `recipients` are the same one address.
         address = RawJson(json.dumps([contact.email or ""]))
         variables = contact_variables(
@@ -308,6 +311,7 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
             external_id=contact.external_id,
             fields=dict(contact.fields or {}),
         )
+        contact_key = variables["id"]
         try:
             subject, html, text = render(variables)
         except TemplateRenderFailed as error:
@@ -315,16 +319,16 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
             why = f"The template could not be rendered for this contact: {error.details}"
         else:
             status, why = queued_status, None
-            queued.append(email_id)
+            queued.append(email_key)
         emails.append(
             (
-                email_id,
+                email_key,
                 address,
                 address,
                 subject or "",
                 html,
                 text,
-                contact.pk,
+                contact_key,
                 status,
                 # Unique as the email's id is, and cheaper than make_msgid's clock and
                 # random bits (one per email of a fan-out).
