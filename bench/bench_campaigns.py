@@ -2,9 +2,10 @@
 (default 100,000), approved and sent; then
 
 - `campaign_fanout_w2`: recipients enqueued per second by two fan-out worker processes
-  (each recipient: its recipient row, its email rendered for it from the approved
-  template version, and the email's delivery job), against the baseline of COPYing as
-  many prebuilt email-shaped rows into a table with raw psycopg in the same run;
+  (each recipient: its email rendered for it from the approved template version, under
+  the campaign's (campaign, contact) key, and the email's delivery job), against the
+  baseline of COPYing as many prebuilt email-shaped rows into a table with raw psycopg
+  in the same run;
 - `campaign_delivery_w2`: the campaign's messages handed to a local SMTP server (aiosmtpd
   in this process) per second by two delivery worker processes, against smtplib sending
   as many prebuilt messages over one reused connection.
@@ -110,13 +111,13 @@ claimed, more = emails_deliver_due(budget_seconds={seconds})
 print(json.dumps({{"claimed": claimed, "seconds": time.monotonic() - started}}))
 """
 
+# Recipients handled: an email each, or a recipient row saying why it was skipped.
 COUNT_CODE = """
 import json
 from messaging.models import CampaignRecipient, Email
-print(json.dumps({{
-    "recipients": CampaignRecipient.objects.filter(campaign_id="{campaign_id}").count(),
-    "emails": Email.objects.filter(campaign_id="{campaign_id}").count(),
-}}))
+skipped = CampaignRecipient.objects.filter(campaign_id="{campaign_id}").count()
+emails = Email.objects.filter(campaign_id="{campaign_id}").count()
+print(json.dumps({{"recipients": emails + skipped, "emails": emails}}))
 """
 
 # Delivery of only DELIVER emails: the rest stay queued, postponed out of the workers' way.

@@ -83,9 +83,13 @@ def audience_member_contacts(
     and `upto`, only those whose id falls in (after, upto], read off the membership index
     (audience, contact) in id order."""
     members: dict[str, Any] = {"audience_memberships__audience": audience}
+    # The range on both sides of the join: PostgreSQL carries the equality across it, not
+    # the bounds, and would otherwise read every contact of the table for each range.
     if after is not None:
         members["audience_memberships__contact_id__gt"] = after
+        members["id__gt"] = after
     if upto is not None:
         members["audience_memberships__contact_id__lte"] = upto
+        members["id__lte"] = upto
     # One filter call: the range and the audience constrain the same membership row.
     return Contact.objects.filter(deleted_at__isnull=True, **members)

@@ -127,10 +127,13 @@ def topic_audience(
             contacts = contacts.filter(id__lte=upto)
         return contacts.annotate(topic_subscribed=~Exists(unsubscribed))
     chosen: dict[str, Any] = {"subscriptions__topic": topic}
+    # The range on both sides of the join (see `audience_member_contacts`).
     if after is not None:
         chosen["subscriptions__contact_id__gt"] = after
+        chosen["id__gt"] = after
     if upto is not None:
         chosen["subscriptions__contact_id__lte"] = upto
+        chosen["id__lte"] = upto
     # One filter call, and the annotation reads the subscription row it joined.
     return (
         contact_list(project=topic.project)

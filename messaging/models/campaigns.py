@@ -149,7 +149,7 @@ class CampaignAwaitingReview(Campaign):
 
 
 class RecipientStatus(models.TextChoices):
-    # A message was made for the contact (its own status says what became of it).
+    # A push message was made for the contact (its own status says what became of it).
     QUEUED = "queued"
     # Skipped: `reason` says why (suppressed address, unsubscribed, no address or device).
     SUPPRESSED = "suppressed"
@@ -163,12 +163,16 @@ class SkipReason(models.TextChoices):
 
 
 class CampaignRecipient(models.Model):
-    """A contact the campaign reached: the unique key that lets a fan-out batch be redone
-    without a second message to anyone (inserted with ON CONFLICT DO NOTHING, and only the
-    rows that were new get a message)."""
+    """A contact the campaign skipped (any campaign) or sent a push message to (push
+    campaigns): with the email campaign's own key on `Email` (campaign, contact), what
+    lets a fan-out batch be redone without a second message to anyone, or a skipped
+    contact counted twice. An email campaign's reached contacts have their email alone."""
 
     id = models.BigAutoField(primary_key=True)
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="recipients")
+    # Indexed by `campaign_recipient_one_per_contact`, which starts with it.
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, related_name="recipients", db_index=False
+    )
     contact = models.ForeignKey(
         "contacts.Contact", on_delete=models.CASCADE, related_name="campaign_recipients"
     )
@@ -178,8 +182,8 @@ class CampaignRecipient(models.Model):
 
     class Meta:
         constraints = [
-            # Each contact gets at most one message per campaign, however often a batch
-            # runs; its index also serves the per-campaign counts.
+            # Each contact is skipped (or sent a push message) at most once per campaign,
+            # however often a batch runs; its index also serves the per-campaign counts.
             models.UniqueConstraint(
                 fields=["campaign", "contact"], name="campaign_recipient_one_per_contact"
             ),

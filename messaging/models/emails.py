@@ -27,7 +27,16 @@ class Email(models.Model):
     became of it. Content is stored rendered, so a resend or a preview shows what went out."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="emails")
+    # Indexed by `email_created_idx`, which starts with it. This key and those of the
+    # template, version, topic and campaign are checked once per statement instead of
+    # once per row (see `REFERENCES_CHECKED` below).
+    project = models.ForeignKey(
+        Project,
+        on_delete=models.CASCADE,
+        related_name="emails",
+        db_index=False,
+        db_constraint=False,
+    )
 
     # --- The message, as rendered at request time (set by `email_create`). ---
     from_email = models.CharField(max_length=320)
@@ -45,10 +54,22 @@ class Email(models.Model):
 
     # --- Where it came from. Null for inline content or an unknown recipient. ---
     template = models.ForeignKey(
-        MessageTemplate, on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+        MessageTemplate,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="emails",
+        db_index=False,
+        db_constraint=False,
     )
     template_version = models.ForeignKey(
-        TemplateVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+        TemplateVersion,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="emails",
+        db_index=False,
+        db_constraint=False,
     )
     contact = models.ForeignKey(
         "contacts.Contact", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
@@ -56,16 +77,25 @@ class Email(models.Model):
     # The topic the message is about (campaigns to a topic set it). Its unsubscribe link
     # takes the contact off this topic; without one the address is suppressed instead.
     topic = models.ForeignKey(
-        "topics.Topic", on_delete=models.SET_NULL, null=True, blank=True, related_name="emails"
+        "topics.Topic",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="emails",
+        db_index=False,
+        db_constraint=False,
     )
     # The campaign that made it (its fan-out); a canceled campaign's queued emails are
-    # not sent.
+    # not sent. Indexed by `email_campaign_contact_unique` and `email_campaign_status_idx`,
+    # which start with it (a campaign id, compared, implies their `IS NOT NULL`).
     campaign = models.ForeignKey(
         "messaging.Campaign",
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="emails",
+        db_index=False,
+        db_constraint=False,
     )
 
     # --- Lifecycle. Delivery sets `sent`/`failed`; ESP webhooks set `delivered`,
@@ -105,6 +135,13 @@ class Email(models.Model):
                 condition=models.Q(idempotency_key__isnull=False),
                 name="email_idempotency_key_unique",
             ),
+            # A campaign emails a contact at most once, however often a fan-out batch
+            # runs (the batch also reads it to leave out the contacts it already reached).
+            models.UniqueConstraint(
+                fields=["campaign", "contact"],
+                condition=models.Q(campaign__isnull=False),
+                name="email_campaign_contact_unique",
+            ),
         ]
         indexes = [
             # Serves the cursor listing of a project's emails.
@@ -117,6 +154,17 @@ class Email(models.Model):
             ),
             # Serves bounces and replies that quote our Message-ID.
             models.Index(fields=["message_id"], name="email_message_id_idx"),
+            # Serve the `SET NULL` of a deleted template, version or topic and the checks
+            # that none is deleted while an email names it (migration 0009); emails
+            # without one (inline content, campaigns to an audience) take no entry.
+            *(
+                models.Index(
+                    fields=[name],
+                    condition=models.Q(**{f"{name}__isnull": False}),
+                    name=f"email_{name}_idx",
+                )
+                for name in ("template", "template_version", "topic")
+            ),
             # Serves a campaign's stats (counts by status) and the check that none of its
             # emails is still queued.
             models.Index(
@@ -128,6 +176,25 @@ class Email(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject or '(no subject)'} -> {', '.join(self.to)}"
+
+
+# The email's keys whose target is the same for every email of a bulk write (a campaign's
+# fan-out batch, an automation's batch): (column, referenced table). PostgreSQL checks a
+# foreign key once per inserted row, a lookup and a `FOR KEY SHARE` lock of the same
+# row thousands of times over. These are checked by triggers instead (migration 0009),
+# with the same guarantees: after each INSERT statement, the distinct targets of its
+# rows are locked `FOR KEY SHARE` and must all exist (else SQLSTATE 23503, Django's
+# IntegrityError), as must a new target an UPDATE sets; deleting a target (or changing
+# its id) fails at commit while an email still names it, as a deferred NO ACTION key
+# does. Django's `on_delete` runs first, as for any key. The contact's key (one target
+# per row) stays a foreign key.
+REFERENCES_CHECKED = (
+    ("project_id", "tenancy_project"),
+    ("template_id", "messaging_messagetemplate"),
+    ("template_version_id", "messaging_templateversion"),
+    ("topic_id", "topics_topic"),
+    ("campaign_id", "messaging_campaign"),
+)
 
 
 class EmailDelivery(WorkItem):

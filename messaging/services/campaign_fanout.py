@@ -10,13 +10,19 @@ work each in one transaction:
    no batch starts messages after the cancel is seen.
 2. The range's contacts are loaded with one query; unsubscribed ones (topic campaigns),
    suppressed addresses and contacts without an address (email) are skipped.
-3. Every contact gets a `CampaignRecipient` row: one INSERT ... ON CONFLICT DO NOTHING
-   RETURNING, so only contacts that had no row yet go on. A batch redone after a worker
-   died (its lease ran out) therefore sends nobody a second message.
-4. Emails are rendered from the version frozen at approval (`EmailRenderer`: what each
-   contact alone would get, for less work per contact) and stored by COPY with their
-   delivery jobs (the email queue is woken after commit); push messages are made by the
-   push family through messaging/hooks.py.
+3. A batch runs at most once at a time (the kit locks its row and checks the claim in
+   the batch's transaction) and reads what an earlier run of it committed: the range's
+   contacts this campaign already emailed (its email carries the unique (campaign,
+   contact) key) or skipped (a `CampaignRecipient` row). Only the others go on, so a
+   batch redone after a worker died (its lease ran out) sends nobody a second message
+   and counts nobody twice; the unique keys stand behind the read.
+4. Skipped contacts get a recipient row saying why. Emails are rendered from the version
+   frozen at approval (`EmailRenderer`: what each contact alone would get, for less
+   work per contact) and stored with their delivery jobs by the bulk email writer
+   (messaging/services/email_store.py: COPY; the email queue is woken after commit).
+   Push messages are made by the push family through messaging/hooks.py; every
+   contact of a push campaign gets a recipient row first (INSERT ... ON CONFLICT DO
+   NOTHING RETURNING: only the new ones go on).
 
 The batches of a campaign run in parallel on any number of workers. Contacts added to
 the audience (or topic) before their range's batch runs are included. A batch whose
@@ -48,7 +54,6 @@ from messaging.models import (
     CampaignStatus,
     Channel,
     Email,
-    EmailDelivery,
     EmailStatus,
     RecipientStatus,
     SkipReason,
@@ -57,7 +62,7 @@ from messaging.models import (
 from messaging.selectors.campaigns import campaign_candidates
 from messaging.services.campaign_progress import campaigns_finish
 from messaging.services.campaigns import Actor, campaign_history_record
-from messaging.services.delivery import EMAIL_QUEUE
+from messaging.services.email_store import emails_insert
 from messaging.services.emails import bare_address
 from messaging.services.rendering import EmailRenderer, contact_variables
 
@@ -207,6 +212,48 @@ def _recipients_insert(
         return {row[0] for row in cursor.fetchall()}
 
 
+def _range_condition(column: str, batch: CampaignFanout) -> tuple[str, list[Any]]:
+    """SQL that keeps `column` (a contact id) within the batch's range, and its params."""
+    sql, params = "", []
+    if batch.after_contact_id is not None:
+        sql += f" AND {column} > %s"
+        params.append(batch.after_contact_id)
+    if batch.upto_contact_id is not None:
+        sql += f" AND {column} <= %s"
+        params.append(batch.upto_contact_id)
+    return sql, params
+
+
+def _handled(campaign: Campaign, batch: CampaignFanout) -> set[uuid.UUID]:
+    """The contacts of the batch's range that an earlier run of the batch emailed or
+    skipped: one scan of each table's (campaign, contact) key, empty on a first run."""
+    emails = connection.ops.quote_name(Email._meta.db_table)
+    recipients = connection.ops.quote_name(CampaignRecipient._meta.db_table)
+    within, bounds = _range_condition("contact_id", batch)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT contact_id FROM {emails} WHERE campaign_id = %s{within} "  # noqa: S608
+            f"UNION ALL SELECT contact_id FROM {recipients} WHERE campaign_id = %s{within}",
+            [campaign.pk, *bounds, campaign.pk, *bounds],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _skipped_insert(campaign: Campaign, skip: dict[uuid.UUID, str]) -> None:
+    """A recipient row per skipped contact (by COPY: the caller left out those that have
+    one)."""
+    copy_insert(
+        CampaignRecipient,
+        ("contact", "reason"),
+        skip.items(),
+        constants={
+            "campaign": campaign.pk,
+            "status": RecipientStatus.SUPPRESSED,
+            "created_at": clock.now(),
+        },
+    )
+
+
 def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
     """The addresses of `emails` on the project's suppression list. Contacts keep their
     address in the project's normal form, the form the list keeps too."""
@@ -221,7 +268,7 @@ def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
-# Per email; the columns every email of a batch shares are `copy_insert` constants.
+# Per email; the columns every email of a batch shares are `emails_insert` constants.
 EMAIL_COLUMNS = (
     "id",
     "to",
@@ -235,13 +282,12 @@ EMAIL_COLUMNS = (
     "last_error",
 )
 NO_TAGS, NO_DATA = RawJson("[]"), RawJson("{}")
-DELIVERY_COLUMNS = ("email",)
 
 
 def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) -> int:
     """One email per contact, rendered from the frozen version, stored with its delivery
-    job by COPY; a contact the template cannot be rendered for gets a `failed` email with
-    the reason (nothing is sent to it). Returns how many were queued."""
+    job (`emails_insert`); a contact the template cannot be rendered for gets a `failed`
+    email with the reason (nothing is sent to it). Returns how many were queued."""
     if not contacts:
         return 0
     version = campaign.template_version
@@ -250,10 +296,13 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
     render = EmailRenderer(version, project=campaign.project).render
     queued_status, failed_status = EmailStatus.QUEUED.value, EmailStatus.FAILED.value
     emails: list[tuple[Any, ...]] = []
-    queued: list[tuple[Any, ...]] = []
+    # Ids go as text (COPY sends text), each made once: the email's serves its row and
+    # its delivery job, the contact's its variables and the row.
+    queued: list[str] = []
     why: str | None
     for contact in contacts:
         email_id = uuid.uuid4()
+        email_key = str(email_id)
         # `to` and `recipients` are the same one address.
         address = RawJson(json.dumps([contact.email or ""]))
         variables = contact_variables(
@@ -262,6 +311,7 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
             external_id=contact.external_id,
             fields=dict(contact.fields or {}),
         )
+        contact_key = variables["id"]
         try:
             subject, html, text = render(variables)
         except TemplateRenderFailed as error:
@@ -269,16 +319,16 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
             why = f"The template could not be rendered for this contact: {error.details}"
         else:
             status, why = queued_status, None
-            queued.append((email_id,))
+            queued.append(email_key)
         emails.append(
             (
-                email_id,
+                email_key,
                 address,
                 address,
                 subject or "",
                 html,
                 text,
-                contact.pk,
+                contact_key,
                 status,
                 # Unique as the email's id is, and cheaper than make_msgid's clock and
                 # random bits (one per email of a fan-out).
@@ -287,10 +337,9 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
             )
         )
     now = clock.now()
-    copy_insert(
-        Email,
-        EMAIL_COLUMNS,
-        emails,
+    emails_insert(
+        columns=EMAIL_COLUMNS,
+        rows=emails,
         constants={
             "project": campaign.project_id,
             "from_email": campaign.sender,
@@ -303,22 +352,9 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
             "request_fingerprint": "",
             "created_at": now,
         },
+        queued=queued,
+        now=now,
     )
-    copy_insert(
-        EmailDelivery,
-        DELIVERY_COLUMNS,
-        queued,
-        constants={
-            "status": WorkStatus.ACCEPTED,
-            "attempts": 0,
-            "next_attempt_at": now,
-            "last_error": "",
-            "error_code": "",
-            "created_at": now,
-        },
-    )
-    if queued:
-        transaction.on_commit(EMAIL_QUEUE.wake)
     return len(queued)
 
 
@@ -350,17 +386,23 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
     if _status_shared(campaign.pk) != CampaignStatus.SENDING:
         return 0, 0
     contacts = _contacts_in(campaign, batch)
+    email = campaign.channel == Channel.EMAIL
+    if email and (handled := _handled(campaign, batch)):
+        contacts = [contact for contact in contacts if contact.pk not in handled]
     skip: dict[uuid.UUID, str] = {}
     for contact in contacts:
         if not getattr(contact, "topic_subscribed", True):
             skip[contact.pk] = SkipReason.UNSUBSCRIBED
-        elif campaign.channel == Channel.EMAIL and not contact.email:
+        elif email and not contact.email:
             skip[contact.pk] = SkipReason.NO_EMAIL
-    if campaign.channel == Channel.EMAIL:
+    if email:
         listed = _suppressed(campaign, [c.email for c in contacts if c.pk not in skip and c.email])
         for contact in contacts:
             if contact.pk not in skip and contact.email in listed:
                 skip[contact.pk] = SkipReason.SUPPRESSED
+        _skipped_insert(campaign, skip)
+        reach = [contact for contact in contacts if contact.pk not in skip]
+        return _emails_create(campaign, reach), len(skip)
     new = _recipients_insert(
         campaign,
         [
@@ -374,8 +416,6 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
     )
     reach = [contact for contact in contacts if contact.pk in new and contact.pk not in skip]
     skipped = sum(1 for pk in skip if pk in new)
-    if campaign.channel == Channel.EMAIL:
-        return _emails_create(campaign, reach), skipped
     unreached = _push_messages_create(campaign, reach)
     if unreached:
         CampaignRecipient.objects.filter(campaign=campaign, contact_id__in=unreached).update(

@@ -17,7 +17,6 @@ from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
-from config.bulk import rows_insert
 from contacts.models import Contact
 from contacts.selectors import contact_get, contact_list
 from messaging.hooks import push_test_sender
@@ -30,6 +29,7 @@ from messaging.selectors.templates import (
     template_version_published,
 )
 from messaging.services.delivery import EMAIL_QUEUE
+from messaging.services.email_store import emails_insert_instances
 from messaging.services.rendering import EventLike, render_email, template_context
 from tenancy.models import Meter, Project
 from tenancy.usage import Reservation, usage_reserve
@@ -415,24 +415,15 @@ class EmailBatch:
         now = clock.now()
         for email in emails:
             email.created_at = now
+        queued = [email for email in emails if email.status == EmailStatus.QUEUED]
         try:
-            rows_insert(Email, emails)
+            emails_insert_instances(emails, queued=queued, now=now)
         except Exception:
             for reservation in reservations:
                 reservation.release()
             raise
         for reservation in reservations:
             reservation.settle()
-        queued = [email for email in emails if email.status == EmailStatus.QUEUED]
-        if queued:
-            rows_insert(
-                EmailDelivery,
-                [
-                    EmailDelivery(email=email, next_attempt_at=now, created_at=now)
-                    for email in queued
-                ],
-            )
-            transaction.on_commit(EMAIL_QUEUE.wake)
         return emails
 
 

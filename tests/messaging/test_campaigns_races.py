@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from messaging.models import CampaignFanout, CampaignRecipient, Email
+from messaging.models import CampaignFanout, Email
 from messaging.services.campaign_fanout import campaign_fanout_batch
 from messaging.services.campaigns import campaign_approve
 from messaging.services.delivery import emails_deliver_batch
@@ -85,8 +85,8 @@ def test_a_worker_killed_mid_fan_out_is_taken_over_without_a_second_message(
         if worker.poll() is None:
             worker.kill()
     # Two batches committed; the third died with its transaction.
-    assert Email.objects.filter(campaign_id=campaign_id).count() == 20
-    assert CampaignRecipient.objects.filter(campaign_id=campaign_id).count() == 20
+    emailed = list(Email.objects.filter(campaign_id=campaign_id).values_list("contact", flat=True))
+    assert len(emailed) == len(set(emailed)) == 20
 
     time.sleep(1.2)  # the dead worker's lease runs out
     while campaign_fanout_batch():

@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.db import IntegrityError, transaction
 
 from config.workqueue.models import WorkStatus
 from contacts.topics.models import Subscription, SubscriptionStatus
@@ -78,6 +79,13 @@ def deliver() -> int:
     while claimed := emails_deliver_batch():
         total += claimed
     return total
+
+
+def emailed_contacts(campaign_id) -> int:
+    """How many contacts the campaign emailed, after checking none got two emails."""
+    contacts = list(Email.objects.filter(campaign_id=campaign_id).values_list("contact", flat=True))
+    assert len(contacts) == len(set(contacts))
+    return len(contacts)
 
 
 def create(api, world, template_id, **target):
@@ -211,7 +219,10 @@ def test_suppressed_addresses_and_contacts_without_one_are_skipped_and_counted(
     reasons = Counter(
         CampaignRecipient.objects.filter(campaign_id=campaign_id).values_list("reason", flat=True)
     )
-    assert reasons == {"": 2, "suppressed": 1, "no_email": 1}
+    assert reasons == {"suppressed": 1, "no_email": 1}
+    emailed = set(Email.objects.filter(campaign_id=campaign_id).values_list("contact", flat=True))
+    assert len(emailed) == 2
+    assert listed.pk not in emailed
 
 
 def test_a_topic_campaign_reaches_only_subscribers_and_its_link_leaves_the_topic(
@@ -351,8 +362,7 @@ def test_batches_cut_the_audience_and_run_in_any_order(api, shop, template_id, s
     assert len(batches) == 3
     for batch in batches:
         campaign_fanout_run(campaign=batch.campaign, batch=batch)
-    assert Email.objects.filter(campaign_id=campaign_id).count() == 10
-    assert CampaignRecipient.objects.filter(campaign_id=campaign_id).count() == 10
+    assert emailed_contacts(campaign_id) == 10
 
 
 # --- schedules -----------------------------------------------------------------------------
@@ -430,8 +440,7 @@ def test_cancel_mid_send_makes_no_new_messages_and_sends_no_queued_one(
     fan_out()
     deliver()
     assert len(smtp.received) == 4
-    assert Email.objects.filter(campaign_id=campaign_id).count() == 10
-    assert CampaignRecipient.objects.filter(campaign_id=campaign_id).count() == 10
+    assert emailed_contacts(campaign_id) == 10
     unsent = Email.objects.filter(campaign_id=campaign_id, status=EmailStatus.FAILED)
     assert unsent.count() == 6
     assert set(unsent.values_list("last_error", flat=True)) == {CAMPAIGN_CANCELED}
@@ -473,9 +482,56 @@ def test_a_redone_batch_sends_nobody_a_second_message(api, shop, template_id, sm
     assert first == (3, 0)
     assert again == (0, 0)
     assert Email.objects.count() == 3
+    assert emailed_contacts(campaign_id) == 3
     assert Counter(r.envelope_to[0] for r in smtp.received) == Counter(
         m.contact.email for m in audience.memberships.select_related("contact")
     )
+
+
+def test_a_redone_batch_counts_each_contact_once_though_its_suppression_changed(
+    api, shop, template_id, smtp
+):
+    audience = audience_with(shop.project, 3, first_name="Ada")
+    contacts = sorted(
+        (m.contact for m in audience.memberships.select_related("contact")), key=lambda c: c.pk
+    )
+    listed = SuppressionFactory(project=shop.project, email=contacts[0].email)
+    campaign_id = approved(api, shop, template_id, audience_id=str(audience.id))
+    send(api, shop, campaign_id)
+    batch = CampaignFanout.objects.get(campaign_id=campaign_id)
+    campaign = Campaign.objects.select_related("project", "template_version").get(pk=campaign_id)
+
+    first = campaign_fanout_run(campaign=campaign, batch=batch)
+    # Between the runs the first address leaves the list and the second joins it.
+    listed.delete()
+    SuppressionFactory(project=shop.project, email=contacts[1].email)
+    again = campaign_fanout_run(campaign=campaign, batch=batch)
+    deliver()
+
+    assert first == (2, 1)
+    assert again == (0, 0)
+    assert emailed_contacts(campaign_id) == 2
+    assert contacts[0].email not in {r.envelope_to[0] for r in smtp.received}
+    assert CampaignRecipient.objects.get(campaign_id=campaign_id).contact_id == contacts[0].pk
+    stats = adds_up(read(api, shop, campaign_id), 3)
+    assert (stats["sent"], stats["suppressed"]) == (2, 1)
+
+
+def test_a_second_email_of_a_campaign_to_one_contact_is_refused(api, shop, template_id, smtp):
+    audience = audience_with(shop.project, 1, first_name="Ada")
+    campaign_id = approved(api, shop, template_id, audience_id=str(audience.id))
+    send(api, shop, campaign_id)
+    fan_out()
+    email = Email.objects.get(campaign_id=campaign_id)
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Email.objects.create(
+            project=shop.project,
+            from_email=email.from_email,
+            to=email.to,
+            campaign_id=campaign_id,
+            contact_id=email.contact_id,
+        )
 
 
 def test_a_batch_whose_worker_stopped_is_taken_over_when_its_lease_runs_out(
