@@ -1,0 +1,74 @@
+"""A batch reads its runs, contacts, timelines and waits in binary and makes instances
+without the ORM (automations/services/loads.py): they must be the ORM's, field for field."""
+
+import gc
+import uuid
+
+import pytest
+from django.db import transaction
+
+from automations.models import AutomationRun, RunStep, RunWait, StepStatus, WaitStatus
+from automations.services.advance import _load_portable, _load_postgresql, collection_paused
+from tests.automations.factories import AutomationRunFactory, RunStepFactory, RunWaitFactory
+from tests.contacts.factories import ContactFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def values(instance) -> dict:
+    return {field.attname: getattr(instance, field.attname) for field in instance._meta.fields}
+
+
+def test_a_batch_loads_the_same_rows_the_orm_does():
+    run = AutomationRunFactory(waiting=True, trigger_payload={"order": {"id": 7, "tags": ["a"]}})
+    contact = ContactFactory(project=run.project, fields={"plan": "pro", "n": 1.5})
+    AutomationRun.objects.filter(id=run.id).update(contact=contact, correlation_key="order.id")
+    RunStepFactory(run=run, sequence=1, status=StepStatus.COMPLETED, outcome="then")
+    RunStepFactory(run=run, step_key="send", sequence=2, rendered={"subject": "Hi"})
+    RunWaitFactory(run=run, contact=contact, matched_payload={"x": [1, None]})
+    RunWaitFactory(run=run, visit=2, status=WaitStatus.TIMED_OUT)
+    pending = AutomationRunFactory(project=run.project)  # not started: no history read
+    ids = sorted([run.id, pending.id, uuid.uuid4()])
+
+    with transaction.atomic():
+        fast_runs, fast_steps, fast_waits = _load_postgresql(ids)
+        orm_runs, orm_steps, orm_waits = _load_portable(ids)
+
+    assert list(fast_runs) == list(orm_runs) == sorted([run.id, pending.id])
+    for run_id, loaded in fast_runs.items():
+        assert values(loaded) == values(orm_runs[run_id])
+        assert loaded._state.adding is False
+        assert loaded._state.db == orm_runs[run_id]._state.db
+    assert values(fast_runs[run.id].contact) == values(orm_runs[run.id].contact)
+    assert fast_runs[pending.id].contact is None
+    assert list(fast_steps) == list(orm_steps) == [run.id]
+    assert [values(s) for s in fast_steps[run.id]] == [values(s) for s in orm_steps[run.id]]
+    assert [values(w) for w in fast_waits[run.id]] == [values(w) for w in orm_waits[run.id]]
+    assert isinstance(fast_steps[run.id][0], RunStep)
+    assert isinstance(fast_waits[run.id][0], RunWait)
+
+
+def test_a_run_without_a_contact_loads_without_one():
+    run = AutomationRunFactory(waiting=True)
+    with transaction.atomic():
+        runs, _, _ = _load_postgresql([run.id])
+    assert runs[run.id].contact is None
+
+
+def test_the_collector_is_back_on_after_a_batch_even_one_that_raised():
+    def batch() -> None:
+        with collection_paused():
+            assert not gc.isenabled()
+            raise RuntimeError
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        batch()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
