@@ -9,6 +9,7 @@ from django.db import transaction
 
 from automations.models import AutomationRun, RunStep, RunWait, StepStatus, WaitStatus
 from automations.services.advance import _load_portable, _load_postgresql, collection_paused
+from automations.services.loads import Fresh
 from tests.automations.factories import AutomationRunFactory, RunStepFactory, RunWaitFactory
 from tests.contacts.factories import ContactFactory
 
@@ -72,3 +73,35 @@ def test_the_collector_is_back_on_after_a_batch_even_one_that_raised():
         assert not gc.isenabled()  # left as the caller had it
     finally:
         gc.enable()
+
+
+def test_a_fresh_row_is_what_the_model_makes_with_the_same_values():
+    run = AutomationRunFactory(waiting=True)
+    given = {
+        "run": run,
+        "step_key": "send",
+        "visit": 2,
+        "type": "send_email",
+        "status": StepStatus.COMPLETED,
+        "started_at": run.started_at,
+        "sequence": 3,
+    }
+    fresh, made = Fresh(RunStep).make(**given), RunStep(**given)
+    assert fresh.id != made.id  # each gets its own default
+    fresh.id = made.id
+    fresh.created_at = made.created_at
+    assert values(fresh) == values(made)
+    assert fresh._state.adding is True
+    assert fresh.run is run
+    wait = Fresh(RunWait).make(project_id=run.project_id, run=run, contact=None, step_key="p")
+    assert (wait.project_id, wait.run_id, wait.contact_id, wait.visit) == (
+        run.project_id,
+        run.id,
+        None,
+        1,
+    )
+
+
+def test_a_fresh_row_refuses_a_field_the_model_does_not_have():
+    with pytest.raises(TypeError, match="stepkey"):
+        Fresh(RunStep).make(stepkey="send")
