@@ -7,9 +7,23 @@ import uuid
 import pytest
 from django.db import transaction
 
-from automations.models import AutomationRun, RunStep, RunWait, StepStatus, WaitStatus
-from automations.services.advance import _load_portable, _load_postgresql, collection_paused
+from automations.models import (
+    Automation,
+    AutomationRun,
+    AutomationVersion,
+    RunStep,
+    RunWait,
+    StepStatus,
+    WaitStatus,
+)
+from automations.services.advance import (
+    _by_id,
+    _load_portable,
+    _load_postgresql,
+    collection_paused,
+)
 from automations.services.loads import Fresh
+from tenancy.models import Project
 from tests.automations.factories import AutomationRunFactory, RunStepFactory, RunWaitFactory
 from tests.contacts.factories import ContactFactory
 
@@ -105,3 +119,15 @@ def test_a_fresh_row_is_what_the_model_makes_with_the_same_values():
 def test_a_fresh_row_refuses_a_field_the_model_does_not_have():
     with pytest.raises(TypeError, match="stepkey"):
         Fresh(RunStep).make(stepkey="send")
+
+
+def test_a_batch_reads_automations_versions_and_projects_as_in_bulk_does():
+    run = AutomationRunFactory()
+    for model, key in (
+        (Automation, run.automation_id),
+        (AutomationVersion, run.version_id),
+        (Project, run.project_id),
+    ):
+        fast, orm = _by_id(model, {key, uuid.uuid4()}), model.objects.in_bulk([key])
+        assert list(fast) == list(orm) == [key]
+        assert values(fast[key]) == values(orm[key])
