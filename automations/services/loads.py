@@ -1,7 +1,7 @@
 """Reading the rows a batch of advances works on (runs, their contacts, timelines and
 waits), on PostgreSQL, and making the rows it adds, without Django's per-row machinery.
 
-A batch of 250 resumed waits reads about 1,000 rows. Through the ORM most of that cost
+A batch of 500 resumed waits reads some 1,500 rows. Through the ORM most of that cost
 was turning them into instances: `Model.__init__` sets each field through its descriptor,
 and the text results parse every timestamp and UUID. Here the rows come in binary
 (`config.bulk.rows_fetch`: timestamps aware, UUIDs and JSON as Python values) and become
