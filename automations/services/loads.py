@@ -11,7 +11,7 @@ concrete fields loaded, `adding` false). The project connects no `pre_init` or
 database (`from_db_value`, other than a JSON field's default decoding) are refused.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from django.db import connection, models
@@ -59,10 +59,13 @@ class Fresh(Generic[M]):
 
     def __init__(self, model: type[M]) -> None:
         self.model = model
-        self.fields = [
-            (field.name, field.attname, field.is_relation, field)
-            for field in model._meta.concrete_fields
-        ]
+        # Each field's default: made per instance when callable (`uuid.uuid4`, the clock),
+        # else one value (None, "", a number) worked out once.
+        self.fields: list[tuple[str, str, bool, Callable[[], Any] | None, Any]] = []
+        for field in model._meta.concrete_fields:
+            make = field.default if field.has_default() and callable(field.default) else None
+            fixed = None if make is not None else field.get_default()
+            self.fields.append((field.name, field.attname, field.is_relation, make, fixed))
 
     def make(self, **values: Any) -> M:
         instance = self.model.__new__(self.model)
@@ -70,7 +73,7 @@ class Fresh(Generic[M]):
         instance._state = state
         attributes = instance.__dict__
         given = 0
-        for name, attname, related, field in self.fields:
+        for name, attname, related, make, fixed in self.fields:
             if related and name in values:
                 target = values[name]
                 attributes[attname] = None if target is None else target.pk
@@ -80,7 +83,7 @@ class Fresh(Generic[M]):
                 attributes[attname] = values[attname]
                 given += 1
             else:
-                attributes[attname] = field.get_default()
+                attributes[attname] = fixed if make is None else make()
         if given != len(values):
             known = {name for name, *_ in self.fields} | {a for _, a, *_ in self.fields}
             raise TypeError(f"{self.model.__name__} has no field {sorted(set(values) - known)}.")
