@@ -39,6 +39,7 @@ from automations.models import (
     TerminalReason,
     WaitStatus,
 )
+from automations.services.loads import Fresh
 from automations.services.triggers import contact_facts
 from automations.services.writes import Writes
 from config import clock
@@ -83,6 +84,10 @@ RUN_FIELDS = [
     "virtual_now",
     "updated_at",
 ]
+
+
+NEW_STEP = Fresh(RunStep)
+NEW_WAIT = Fresh(RunWait)
 
 
 def new_writes(*, likely: Callable[[], Likely] | None = None) -> Writes:
@@ -287,7 +292,7 @@ class Engine:
         key, kind = step["key"], step["type"]
         self._started()
         self.run.current_step_key = key
-        row = RunStep(
+        row = NEW_STEP.make(
             run=self.run,
             step_key=key,
             visit=self.history.visits.get(key, 0) + 1,
@@ -332,7 +337,7 @@ class Engine:
         run = self.run
         waits_for_event = step["type"] == StepType.WAIT_FOR_EVENT
         correlated = waits_for_event and run.correlation_value is not None
-        return RunWait(
+        return NEW_WAIT.make(
             project_id=run.project_id,
             run=run,
             contact=self.contact if self.contact is not None and self.contact.pk else None,

@@ -309,7 +309,7 @@ PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
 
 # Automation runs: jobs one worker claims and advances in one transaction, and the lease
 # on them (automations/conf.py has the rest of the engine's tunables).
-AUTOMATIONS_CLAIM_BATCH = env.int("AUTOMATIONS_CLAIM_BATCH", default=250)
+AUTOMATIONS_CLAIM_BATCH = env.int("AUTOMATIONS_CLAIM_BATCH", default=500)
 AUTOMATIONS_LEASE_SECONDS = env.float("AUTOMATIONS_LEASE_SECONDS", default=60.0)
 # Campaigns: recipients per fan-out batch (one job of the work queue, one transaction of
 # a few hundred ms; a batch's fixed cost, about ten statements, is a few percent at this
