@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 from bench.harness import PYTHON, ROOT, Context, log
+from bench.smtp_sink import SmtpSink
 
 RUNS = int(os.environ.get("BENCH_AUTOMATION_RUNS", "5000"))
 PACED_EVENTS = int(os.environ.get("BENCH_AUTOMATION_PACED_EVENTS", "1000"))
@@ -199,29 +198,6 @@ def _percentile_ms(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 1)
 
 
-class LatencyHandler:
-    """Accepts every message; notes its arrival and, from the subject (`t=<ingest time>`),
-    how long it took from ingest."""
-
-    def __init__(self) -> None:
-        self.arrivals: list[float] = []
-        self.latencies: list[float] = []
-        self.lock = threading.Lock()
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        now = time.time()
-        subject = ""
-        for line in envelope.content.decode(errors="replace").splitlines():
-            if line.startswith("Subject: t="):
-                subject = line.removeprefix("Subject: t=")
-                break
-        with self.lock:
-            self.arrivals.append(time.monotonic())
-            if subject:
-                self.latencies.append(now - float(subject))
-        return "250 OK"
-
-
 def _workers(env: dict[str, str], code: str, count: int) -> list[dict[str, Any]]:
     procs = [
         subprocess.Popen(
@@ -262,17 +238,13 @@ def _post_events(base_url: str, key: str, count: int, rate: float) -> None:
 
 
 def run(ctx: Context) -> Iterator[dict[str, Any]]:
-    from aiosmtpd.controller import Controller
-
     keys = ctx.keys()
     server = ctx.server()
     project_id = keys["project_id"]
     ids = _json(server.manage("shell", "-c", SETUP_CODE.format(project_id=project_id)))
-    handler = LatencyHandler()
-    port = _free_port()
-    controller = Controller(handler, hostname="127.0.0.1", port=port)
-    controller.start()
-    env = {**server.env, "EMAIL_URL": f"smtp://127.0.0.1:{port}"}
+    # The SMTP server in a process of its own, as the email benchmarks run it.
+    sink = SmtpSink()
+    env = {**server.env, "EMAIL_URL": f"smtp://127.0.0.1:{sink.port}"}
     try:
         # 1. A backlog of trigger events through two workers to the SMTP server.
         server.manage(
@@ -281,7 +253,8 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
             EVENTS_CODE.format(project_id=project_id, count=RUNS, name="order.completed"),
         )
         done = _workers(env, PIPELINE_CODE.format(seconds=WORKER_BUDGET_SECONDS, idle=1.0), WORKERS)
-        arrivals = list(handler.arrivals)
+        arrivals = sink.take()
+        sink.take_latencies()
         span = max(d["seconds"] for d in done)
         rate = len(arrivals) / span if span else 0.0
         log(f"backlog: {len(arrivals)} of {RUNS} emails in {span:.1f}s; workers {done}")
@@ -294,8 +267,6 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         }
 
         # 2. Paced events over HTTP while two workers poll: ingest to SMTP latency.
-        handler.arrivals.clear()
-        handler.latencies.clear()
         idle = max(3.0, 5.0 / PACED_RATE)
         procs = [
             subprocess.Popen(
@@ -322,7 +293,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         _post_events(server.base_url, keys["keys"]["project"], PACED_EVENTS, PACED_RATE)
         for proc in procs:
             proc.communicate(timeout=WORKER_BUDGET_SECONDS + 120)
-        latencies = list(handler.latencies)
+        latencies = sink.take_latencies()
         log(f"paced: {len(latencies)} of {PACED_EVENTS} emails at {PACED_RATE}/s")
         yield {
             "name": f"automations_ingest_to_smtp_at_{int(PACED_RATE)}_per_s",
@@ -334,7 +305,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
             "errors": PACED_EVENTS - len(latencies),
         }
     finally:
-        controller.stop()
+        sink.stop()
 
     # 3. One event worker: a backlog nobody listens to, with 20 automations on other events
     # in this project, against the same backlog in a project without automations.
@@ -416,9 +387,3 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         "concurrency": 1,
         "errors": 0,
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

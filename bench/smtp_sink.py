@@ -3,7 +3,9 @@ server is elsewhere): aiosmtpd accepting every message and noting when each arri
 
 `python -m bench.smtp_sink PORT` serves until its standard input closes; each line
 `take` on standard input is answered with one line, the JSON list of the arrival times
-(`time.monotonic()`, the same clock in every process) since the last `take`."""
+(`time.monotonic()`, the same clock in every process) since the last `take`; each line
+`latencies` with the seconds from ingest to arrival of the messages since the last one
+whose subject is `t=<time.time() at ingest>` (the automations benchmark's)."""
 
 from __future__ import annotations
 
@@ -17,20 +19,38 @@ from typing import Any
 
 from bench.harness import PYTHON, ROOT, _free_port
 
+_STAMP = b"\nSubject: t="
+
 
 class _Counting:
     def __init__(self) -> None:
         self.arrivals: list[float] = []
+        self.latencies: list[float] = []
         self.lock = threading.Lock()
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        now = time.time()
+        content = envelope.content
+        start = content.find(_STAMP)
+        latency = None
+        if start >= 0:
+            start += len(_STAMP)
+            end = content.find(b"\r", start)
+            latency = now - float(content[start : end if end >= 0 else None])
         with self.lock:
             self.arrivals.append(time.monotonic())
+            if latency is not None:
+                self.latencies.append(latency)
         return "250 OK"
 
     def take(self) -> list[float]:
         with self.lock:
             taken, self.arrivals = self.arrivals, []
+        return taken
+
+    def take_latencies(self) -> list[float]:
+        with self.lock:
+            taken, self.latencies = self.latencies, []
         return taken
 
 
@@ -52,8 +72,11 @@ def serve(port: int) -> None:
 
 def _commands(handler: _Counting) -> None:
     for line in sys.stdin:
-        if line.strip() == "take":
+        command = line.strip()
+        if command == "take":
             print(json.dumps(handler.take()), flush=True)
+        elif command == "latencies":
+            print(json.dumps(handler.take_latencies()), flush=True)
 
 
 class SmtpSink:
@@ -75,11 +98,18 @@ class SmtpSink:
 
     def take(self) -> list[float]:
         """The arrival times since the last take, in order."""
+        return sorted(self._ask("take"))
+
+    def take_latencies(self) -> list[float]:
+        """Ingest-to-arrival seconds of the stamped messages since the last call."""
+        return self._ask("latencies")
+
+    def _ask(self, command: str) -> list[float]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
-        self.proc.stdin.write("take\n")
+        self.proc.stdin.write(f"{command}\n")
         self.proc.stdin.flush()
-        return sorted(json.loads(self.proc.stdout.readline()))
+        return list(json.loads(self.proc.stdout.readline()))
 
     def stop(self) -> None:
         if self.proc.stdin is not None:

@@ -9,10 +9,7 @@ accepted jobs) is also the index of wait deadlines, and the claim that finds due
 the sweep that times waits out, an index range scan however many waits lie further ahead.
 """
 
-import gc
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from django.db import connection
@@ -31,6 +28,7 @@ from automations.services.engine import History, LiveEngine, Verdict, new_writes
 from automations.services.loads import Columns, cache_related
 from automations.services.writes import Writes
 from config.bulk import rows_fetch
+from config.collector import collector_paused
 from config.workqueue.models import WorkStatus
 from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact
@@ -222,29 +220,9 @@ def runs_claim(*, limit: int | None = None) -> tuple[uuid.UUID, list[RunJob]]:
     return RUN_QUEUE.claim(limit=limit)
 
 
-@contextmanager
-def collection_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for one batch. A batch makes some ten
-    thousand objects that all live until its end (rows, instances, the writes), so the
-    collector, triggered every 700 allocations, scanned them again and again for little:
-    most of the batch's garbage goes by reference counting, and the few cycles it leaves
-    (some 30 objects per run) are collected after it, by the first collection once it is
-    back on. That scanning was about a fifth of the CPU of a resumed wait. Process-wide:
-    a batch on another thread meanwhile runs without it too, and whoever turned it off
-    turns it back on."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def runs_advance_batch(*, limit: int | None = None) -> BatchOutcome:
     """Claims one batch of due runs and advances them."""
-    with collection_paused():
+    with collector_paused():
         token, jobs = runs_claim(limit=limit)
         outcome = BatchOutcome(claimed=len(jobs))
         if jobs:

@@ -25,6 +25,7 @@ from django.db.models import F
 
 from config import clock
 from config.api.errors import Conflict, NotFound, PreparedActionExpired
+from config.collector import collector_paused
 from config.workqueue.models import WorkStatus
 from config.workqueue.queue import BatchWork, WorkQueue
 from contacts.audiences.models import Audience
@@ -36,7 +37,6 @@ from contacts.topics.services import subscriptions_subscribe_many
 from imports import conf
 from imports.models import AutomationEffects, Import, ImportChunk, ImportStatus, RowStatus
 from imports.selectors import import_chunks, import_rows_between
-from imports.services.collector import collector_paused
 from imports.services.planning import (
     CONTACTS_CREATED,
     CONTACTS_UPDATED,

@@ -1,7 +1,6 @@
 """A batch reads its runs, contacts, timelines and waits in binary and makes instances
 without the ORM (automations/services/loads.py): they must be the ORM's, field for field."""
 
-import gc
 import uuid
 
 import pytest
@@ -20,7 +19,6 @@ from automations.services.advance import (
     _by_id,
     _load_portable,
     _load_postgresql,
-    collection_paused,
 )
 from automations.services.loads import Fresh
 from tenancy.models import Project
@@ -68,25 +66,6 @@ def test_a_run_without_a_contact_loads_without_one():
     with transaction.atomic():
         runs, _, _ = _load_postgresql([run.id])
     assert runs[run.id].contact is None
-
-
-def test_the_collector_is_back_on_after_a_batch_even_one_that_raised():
-    def batch() -> None:
-        with collection_paused():
-            assert not gc.isenabled()
-            raise RuntimeError
-
-    assert gc.isenabled()
-    with pytest.raises(RuntimeError):
-        batch()
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with collection_paused():
-            pass
-        assert not gc.isenabled()  # left as the caller had it
-    finally:
-        gc.enable()
 
 
 def test_a_fresh_row_is_what_the_model_makes_with_the_same_values():

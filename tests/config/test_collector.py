@@ -1,4 +1,4 @@
-"""The collector pause around a chunk's work: nested and concurrent blocks leave the
+"""The collector pause around a batch of work: nested and concurrent blocks leave the
 collector as it was before the first began."""
 
 import gc
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from imports.services.collector import collector_paused
+from config.collector import collector_paused
 
 
 @pytest.fixture(autouse=True)
