@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 
 from config import clock
 from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
+from config.fresh import Fresh
 from contacts.models import Contact
 from contacts.selectors import contact_get, contact_list
 from messaging.hooks import push_test_sender
@@ -30,12 +31,20 @@ from messaging.selectors.templates import (
 )
 from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.email_store import emails_insert_instances
-from messaging.services.rendering import EventLike, render_email, template_context
+from messaging.services.rendering import (
+    EmailVersionRenderer,
+    EventLike,
+    render_email,
+    template_context,
+)
 from tenancy.models import Meter, Project
 from tenancy.usage import Reservation, usage_reserve
 
 IDEMPOTENCY_WINDOW = dt.timedelta(hours=24)
 MAX_RECIPIENTS = 50
+# A batch makes an email per send: `Email(...)` with its related instances asked the
+# database routers about each relation, a sixth of an automation's send.
+NEW_EMAIL = Fresh(Email)
 
 
 @dataclass(frozen=True)
@@ -199,9 +208,11 @@ def _rendered(
     version: TemplateVersion | None = None,
     contact: Any = _LOOK_UP,
     templates: Templates | None = None,
+    renderers: dict[Any, EmailVersionRenderer] | None = None,
 ) -> dict[str, Any]:
     """The email's fields but its recipients and status (the suppression list settles
-    those). `contact` is the request's contact when the caller has it loaded."""
+    those). `contact` is the request's contact when the caller has it loaded; `templates`
+    and `renderers` are what a batch keeps of each template it sends (by version)."""
     if contact is _LOOK_UP:
         contact = _contact(project, request.contact_id)
     to = _recipients(list(request.to), contact)
@@ -227,7 +238,13 @@ def _rendered(
             data=request.data,
             extra=request.variables,
         )
-        rendered = render_email(version, variables)
+        if renderers is None:
+            rendered = render_email(version, variables)
+        else:
+            renderer = renderers.get(version.pk)
+            if renderer is None:
+                renderer = renderers[version.pk] = EmailVersionRenderer(version)
+            rendered = renderer.render(variables)
         subject, html, text = rendered.subject or "", rendered.html, rendered.text
     else:
         if not request.subject:
@@ -354,6 +371,7 @@ class EmailBatch:
         # expects to send to, which a batch that sends nothing never reads.
         self._likely = likely
         self._templates: Templates = {}
+        self._renderers: dict[Any, EmailVersionRenderer] = {}
         self._suppressed: dict[tuple[Any, str], bool] = {}
         self._pending: list[Email] = []
         self._reservations: list[Reservation] = []
@@ -381,7 +399,11 @@ class EmailBatch:
             for each_project, addresses in likely():
                 self.expect(project=each_project, addresses=addresses)
         fields = _rendered(
-            project=project, request=request, contact=contact, templates=self._templates
+            project=project,
+            request=request,
+            contact=contact,
+            templates=self._templates,
+            renderers=self._renderers,
         )
         to = fields["to"]
         self.expect(project=project, addresses=to)
@@ -390,7 +412,7 @@ class EmailBatch:
             for address in (bare_address(each) for each in to)
             if self._suppressed[(project.pk, address)]
         }
-        email = Email(**fields, **_addressed(to, suppressed), request_fingerprint="")
+        email = NEW_EMAIL.make(**fields, **_addressed(to, suppressed), request_fingerprint="")
         # Counted once accepted; one to suppressed addresses only is not sent at all.
         queued = email.status == EmailStatus.QUEUED
         self._reservations.append(

@@ -491,3 +491,91 @@ class EmailRenderer:
         TemplateRenderFailed for the first member that fails, as `render_email` does."""
         subject, html, text = self.members
         return subject.render(contact), html.render(contact), text.render(contact)
+
+
+class _Flat:
+    """One content member rendered with variables after variables (a batch of sends, each
+    with its own contact, event and steps), with `_render_source`'s result: a member made
+    only of text and output statements keeps one render context, whose variables are
+    replaced per render, and evaluates its statements with it (as `_Member` does); any
+    error, or an output past the sandbox's limit, and any other member, renders the
+    ordinary way."""
+
+    def __init__(self, source: str | None, *, path: str, html: bool) -> None:
+        self.source, self.path, self.html = source, path, html
+        self.parts: list[Any] | None = None
+        if source is None:
+            return
+        try:
+            template = _parsed(source, html)
+        except (LiquidError, RecursionError):
+            return  # every render reports the error
+        if all(type(node) in (ContentNode, OutputNode) for node in template.nodes):
+            self.autoescape = template.env.autoescape
+            self.limit = template.env.output_stream_limit
+            self.parts = [_part(node) for node in template.nodes]
+            # What `BoundTemplate.render` puts in scope, later ones first: the template's
+            # globals and matter, the variables, and `partial` (`render_with_context`).
+            self.base: dict[str, Any] = {**template.globals, **template.matter}
+            # Not empty: the context would take an empty mapping's place with its own.
+            self.scope: dict[str, Any] = {"partial": False}
+            self.context = template.context_class(template, globals=self.scope)
+
+    def _statements(self, variables: Mapping[str, Any]) -> str | None:
+        assert self.parts is not None
+        scope = self.scope
+        scope.clear()
+        scope.update(self.base)
+        scope.update(variables)
+        scope["partial"] = False
+        context, autoescape = self.context, self.autoescape
+        out: list[str] = []
+        try:
+            for part in self.parts:
+                if type(part) is str:
+                    out.append(part)
+                    continue
+                if type(part) is _NamePath:
+                    value = part.lookup(scope)
+                    if type(value) is str:
+                        out.append(escape(value) if autoescape else value)
+                        continue
+                    part = part.expression
+                out.append(to_liquid_string(part.evaluate(context), autoescape))
+        except Exception:
+            return None  # the ordinary render reports it
+        finally:
+            scope.clear()  # holds no sender's variables between renders
+        rendered = "".join(out)
+        limit = self.limit
+        if limit is not None and len(rendered) * 4 > limit and len(rendered.encode()) > limit:
+            return None
+        return rendered
+
+    def render(self, variables: Mapping[str, Any]) -> str | None:
+        if self.source is None:
+            return None
+        if self.parts is not None:
+            out = self._statements(variables)
+            if out is not None:
+                return out
+        return _render_source(self.source, variables, path=self.path, html=self.html)
+
+
+class EmailVersionRenderer:
+    """`render_email` of one version for many sets of variables (a batch of sends of one
+    template): the same content and undefined variables, each member's template looked
+    at once rather than per send."""
+
+    def __init__(self, version: TemplateVersion) -> None:
+        self.members = (
+            _Flat(version.subject, path="subject", html=False),
+            _Flat(version.html, path="html", html=True),
+            _Flat(version.text, path="text", html=False),
+        )
+
+    def render(self, variables: Mapping[str, Any]) -> RenderedEmail:
+        subject, html, text = self.members
+        with _recording() as seen:
+            rendered = (subject.render(variables), html.render(variables), text.render(variables))
+        return RenderedEmail(*rendered, undefined_variables=list(seen))

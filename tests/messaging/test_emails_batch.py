@@ -132,3 +132,24 @@ def test_an_email_to_a_suppressed_address_is_not_refused_by_a_full_quota(world, 
         batch.add(project=world.project, request=third)
     batch.release()  # gives the second one's count back
     assert batch.add(project=world.project, request=third).status == EmailStatus.QUEUED
+
+
+def test_a_batch_builds_each_email_as_the_model_constructor_does(world, template):
+    from messaging.services.emails import NEW_EMAIL, _addressed, _rendered
+
+    contact = ContactFactory(project=world.project, email="a@example.com")
+    request = EmailRequest(to=[], template_id=template.id, contact_id=contact.id, data={"x": 1})
+    fields = {
+        **_rendered(project=world.project, request=request, contact=contact),
+        **_addressed(["a@example.com"], set()),
+        "request_fingerprint": "",
+    }
+    fresh, made = NEW_EMAIL.make(**fields), Email(**fields)
+    # Made per instance by their callable defaults (and `created_at` set when stored).
+    fresh.id, fresh.created_at = made.id, made.created_at
+    for field in Email._meta.concrete_fields:
+        assert getattr(fresh, field.attname) == getattr(made, field.attname), field.name
+    assert fresh._state.adding
+    assert made._state.adding
+    # `_state.db` (the routers' pick, set from a related instance) is set when stored.
+    assert fresh._state.fields_cache == made._state.fields_cache

@@ -132,3 +132,39 @@ def test_output_is_bounded(world):
     with pytest.raises(ServiceError) as caught:
         render_email(version, context)
     assert caught.value.code == "template_render_error"
+
+
+@pytest.mark.parametrize(
+    ("subject", "html", "text"),
+    [
+        ("t={{ event.payload.t }}", None, "Order {{ event.payload.n }}"),
+        ("Hi {{ contact.fields.name }}", "<p>{{ contact.fields.name }}</p>", None),
+        ("{{ missing.path }} {{ steps.a.b }}", "<b>{{ data.html }}</b>", "{{ data.n | plus: 1 }}"),
+        ("{% if data.n %}{{ data.n }}{% endif %}", None, "{{ data.list.size }} {{ data.x.y }}"),
+        ("{{ data.n | divided_by: 0 }}", None, "x"),
+    ],
+)
+def test_a_version_renderer_renders_as_render_email(world, subject, html, text):
+    from messaging.services.rendering import EmailVersionRenderer, render_email
+
+    version = TemplateVersionFactory(
+        template__project=world.project, subject=subject, html=html, text=text
+    )
+    renderer = EmailVersionRenderer(version)
+    contexts = [
+        {"event": {"event": "e", "payload": {"t": 1.5, "n": 3}}, "data": {"n": 2}},
+        {"contact": {"fields": {"name": "<Ann & Bo>"}}, "data": {"html": "<i>", "n": 0}},
+        {"data": {"list": [1, 2], "x": {"y": "z"}, "n": "7"}, "steps": {"a": {"b": 1}}},
+        {},
+    ]
+
+    def outcome(render, variables):
+        try:
+            return render(variables)
+        except Exception as error:  # compared below: the same failure, or the same result
+            return (type(error), str(error), getattr(error, "details", None))
+
+    for variables in contexts * 2:
+        assert outcome(renderer.render, variables) == outcome(
+            lambda v: render_email(version, v), variables
+        )
