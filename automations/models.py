@@ -163,7 +163,10 @@ class AutomationRun(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = ProjectForeignKey(Project, on_delete=models.CASCADE, related_name="automation_runs")
-    automation = models.ForeignKey(Automation, on_delete=models.CASCADE, related_name="runs")
+    # No index of its own: `run_list_idx` and `run_counts_idx` lead with it.
+    automation = models.ForeignKey(
+        Automation, on_delete=models.CASCADE, related_name="runs", db_index=False
+    )
     version = models.ForeignKey(AutomationVersion, on_delete=models.CASCADE, related_name="runs")
     contact = models.ForeignKey(
         Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="automation_runs"
@@ -219,12 +222,6 @@ class AutomationRun(models.Model):
             models.Index(fields=["automation", "created_at", "id"], name="run_list_idx"),
             # Serves `run_counts`: live runs of an automation grouped by status.
             models.Index(fields=["automation", "execution_mode", "status"], name="run_counts_idx"),
-            # Serves the retention purge of finished runs (`run_retention_days`).
-            models.Index(
-                fields=["completed_at"],
-                condition=models.Q(completed_at__isnull=False),
-                name="run_finished_idx",
-            ),
             # Serve the retention purge per project: finished live runs by when they ended,
             # test runs (whose times are virtual) by when they were made.
             models.Index(
@@ -274,7 +271,11 @@ class RunStep(models.Model):
     unique key instead of sending twice."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    run = models.ForeignKey(AutomationRun, on_delete=models.CASCADE, related_name="steps")
+    # No index of its own: `run_step_once_per_visit` and `run_step_timeline_idx` lead with
+    # it. Every index here is written by each step a run takes.
+    run = models.ForeignKey(
+        AutomationRun, on_delete=models.CASCADE, related_name="steps", db_index=False
+    )
     step_key = models.CharField(max_length=64)
     visit = models.PositiveIntegerField(default=1)
     type = models.CharField(max_length=16, choices=StepType.choices)
@@ -333,7 +334,10 @@ class RunWait(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = ProjectForeignKey(Project, on_delete=models.CASCADE, related_name="run_waits")
-    run = models.ForeignKey(AutomationRun, on_delete=models.CASCADE, related_name="waits")
+    # No index of its own: `run_wait_once_per_visit` leads with it.
+    run = models.ForeignKey(
+        AutomationRun, on_delete=models.CASCADE, related_name="waits", db_index=False
+    )
     contact = models.ForeignKey(
         Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="run_waits"
     )
