@@ -136,7 +136,7 @@ class GuardedClient:
         host, without parsing the whole URL again (about 40 µs). `path` is made of
         unreserved characters only, so it needs no quoting and cannot name another host."""
         if not _PLAIN_PATH.fullmatch(path):
-            raise ValueError("The path must be plain: /, letters, digits, -._~")
+            raise ValueError("The path must be plain: a / then /, letters, digits, -._~")
         url = httpx.URL.__new__(httpx.URL)
         url._uri_reference = base._uri_reference._replace(path=path, query=None, fragment=None)
         return url
@@ -164,4 +164,4 @@ class GuardedClient:
         self.http.close()
 
 
-_PLAIN_PATH = re.compile(r"[A-Za-z0-9/._~-]*")
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._~-]*")
