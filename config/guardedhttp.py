@@ -8,6 +8,7 @@ the pinned address. Proxies from the environment are ignored (they would connect
 """
 
 import functools
+import re
 import ssl
 import threading
 from collections.abc import Iterable
@@ -103,6 +104,8 @@ class GuardedClient:
         self.http = httpx.Client(
             transport=transport, timeout=timeout, follow_redirects=False, trust_env=False
         )
+        self._transport = transport
+        self._timeout = httpx.Timeout(timeout).as_dict()
 
     def checked(self, url: str) -> str:
         """`url` once its host passed the guard (resolving at most once per client)."""
@@ -122,5 +125,43 @@ class GuardedClient:
             self._backend.pin(host, port, checked.addresses)
         return url
 
+    def checked_url(self, url: str) -> httpx.URL:
+        """`checked(url)`, parsed: with `at` and `post`, a sender that posts to one host
+        many times parses and checks its URL once rather than twice per request."""
+        return httpx.URL(self.checked(url))
+
+    @staticmethod
+    def at(base: httpx.URL, path: str) -> httpx.URL:
+        """`base` (from `checked_url`) with `path` in place of its path: the same checked
+        host, without parsing the whole URL again (about 40 µs). `path` is made of
+        unreserved characters only, so it needs no quoting and cannot name another host."""
+        if not _PLAIN_PATH.fullmatch(path):
+            raise ValueError("The path must be plain: a / then /, letters, digits, -._~")
+        url = httpx.URL.__new__(httpx.URL)
+        url._uri_reference = base._uri_reference._replace(path=path, query=None, fragment=None)
+        return url
+
+    def post(
+        self, url: httpx.URL, *, headers: list[tuple[bytes, bytes]], content: bytes
+    ) -> httpx.Response:
+        """POSTs `content` to `url` (from `checked_url` or `at`) straight through the
+        pinned transport, read in full: the client's timeout and no redirects, as with
+        `http.post`, without the client's per-request layers (cookies, auth, event hooks,
+        redirect handling, default headers), which a provider API call does not use.
+        Raises httpx errors as `http.post` does."""
+        request = httpx.Request(
+            "POST", url, headers=headers, content=content, extensions={"timeout": self._timeout}
+        )
+        response = self._transport.handle_request(request)
+        response.request = request
+        try:
+            response.read()
+        finally:
+            response.close()
+        return response
+
     def close(self) -> None:
         self.http.close()
+
+
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._~-]*")

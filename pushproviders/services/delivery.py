@@ -61,6 +61,8 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
 # After this many transient failures in a row, the rest of a provider's group is not
 # tried in this batch (each would wait out the same outage); they retry with backoff.
 TRANSIENT_STREAK_LIMIT = 3
+# The installation fields a batch reads (`_target`, the grouping, `active`).
+INSTALLATION_FIELDS = ("app_id", "platform", "active", "token", "web_p256dh", "web_auth")
 # Failures that say the connection itself failed: a kept transport is not reused after one.
 CONNECTION_ERRORS = frozenset({"provider_timeout", "provider_unreachable"})
 
@@ -503,7 +505,10 @@ def push_deliver_batch() -> int:
         PUSH_QUEUE.run(token=token, items=dropped, work=_NotSent())
         push_messages_roll_up(message_ids=[item.message_id for item in dropped])
     max_attempts = push_retry_policy().max_attempts
-    installations = PushInstallation.objects.in_bulk({item.installation_id for item in items})
+    # Only what sending reads: the rest (timestamps, the contact) would be parsed per row.
+    installations = PushInstallation.objects.only(*INSTALLATION_FIELDS).in_bulk(
+        {item.installation_id for item in items}
+    )
     providers = {
         (provider.app_id, provider.platform): provider
         for provider in PushProvider.objects.filter(

@@ -5,7 +5,6 @@ https://developer.apple.com/documentation/usernotifications/sending-notification
 """
 
 import hashlib
-import json
 import re
 import threading
 import time
@@ -14,6 +13,7 @@ from typing import Any
 
 import httpx
 import jwt
+import orjson
 from django.conf import settings
 
 from pushproviders.models import ApnsEnvironment
@@ -25,7 +25,7 @@ from pushproviders.transports.base import (
     permanent,
     transient,
 )
-from pushproviders.transports.http import guarded_client, provider_reached, url_guarded
+from pushproviders.transports.http import guarded_client, provider_reached, url_guarded_parsed
 
 BASE_URLS = {
     ApnsEnvironment.PRODUCTION: "https://api.push.apple.com",
@@ -53,10 +53,17 @@ class ProviderTokens:
         digest = hashlib.sha256(credentials.private_key_pem.encode()).hexdigest()
         return (credentials.team_id, credentials.key_id, digest)
 
-    def get(self, credentials: ApnsCredentials, *, rejected: str | None = None) -> str:
+    def get(
+        self,
+        credentials: ApnsCredentials,
+        *,
+        rejected: str | None = None,
+        key: tuple[str, str, str] | None = None,
+    ) -> str:
         """The token to send with; a new one when the cached one is old or is `rejected`
-        (unless another thread already replaced it)."""
-        key = self.key(credentials)
+        (unless another thread already replaced it). `key` is `key(credentials)` when the
+        caller keeps it (hashing the key on every send costs more than the look-up)."""
+        key = key or self.key(credentials)
         with self._lock:
             cached = self._tokens.get(key)
             if cached is not None:
@@ -107,7 +114,8 @@ def notification_body(payload: PushPayload) -> bytes:
         **payload.data,
         "aps": {"alert": {"title": payload.title, "body": payload.body}},
     }
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    # Compact UTF-8 JSON, as json.dumps(separators=(",", ":"), ensure_ascii=False).
+    return orjson.dumps(body)
 
 
 class ApnsTransport:
@@ -117,6 +125,12 @@ class ApnsTransport:
         self.credentials = credentials
         # HTTP/2 only: ALPN h2 over TLS, prior knowledge over cleartext (loopback tests).
         self.client = guarded_client(http1=False, http2=True)
+        self.token_key = ProviderTokens.key(credentials)
+        # The checked base URL, parsed once per transport (per base URL setting).
+        self._base: tuple[str, httpx.URL] | None = None
+        # The authorization header of the provider token last sent with.
+        self._authorization: tuple[str, bytes] = ("", b"")
+        self._topic = credentials.bundle_id.encode()
 
     def __repr__(self) -> str:
         return f"ApnsTransport(bundle_id={self.credentials.bundle_id!r})"
@@ -124,48 +138,58 @@ class ApnsTransport:
     def send(self, target: PushTarget, payload: PushPayload) -> str:
         if not DEVICE_TOKEN.fullmatch(target.token):
             raise invalid_token("apns_bad_device_token", "The device token is not hex.")
-        url = url_guarded(
-            self.client, f"{base_url(self.credentials)}/3/device/{target.token}", what="apns_url"
-        )
+        # A hex token: the path names no other host and needs no quoting.
+        url = self.client.at(self._base_url(), f"/3/device/{target.token}")
         body = notification_body(payload)
-        headers = self._headers(payload)
-        token = provider_tokens.get(self.credentials)
+        apns_id = str(uuid.uuid4())
+        headers = self._headers(payload, apns_id)
+        token = provider_tokens.get(self.credentials, key=self.token_key)
         response = self._post(url, body, headers, token)
         if response.status_code == httpx.codes.FORBIDDEN and (
             _reason(response) == "ExpiredProviderToken"
         ):
-            token = provider_tokens.get(self.credentials, rejected=token)
+            token = provider_tokens.get(self.credentials, rejected=token, key=self.token_key)
             response = self._post(url, body, headers, token)
-        return self._outcome(response, headers["apns-id"])
+        return self._outcome(response, apns_id)
 
     def close(self) -> None:
         self.client.close()
 
-    def _headers(self, payload: PushPayload) -> dict[str, str]:
-        headers = {
-            "apns-id": str(uuid.uuid4()),
-            "apns-topic": self.credentials.bundle_id,
-            "apns-push-type": "alert",
-            "apns-priority": "10" if payload.priority == "high" else "5",
-        }
+    def _base_url(self) -> httpx.URL:
+        base = base_url(self.credentials)
+        if self._base is None or self._base[0] != base:
+            self._base = (base, url_guarded_parsed(self.client, base, what="apns_url"))
+        return self._base[1]
+
+    def _headers(self, payload: PushPayload, apns_id: str) -> list[tuple[bytes, bytes]]:
+        headers = [
+            (b"apns-id", apns_id.encode()),
+            (b"apns-topic", self._topic),
+            (b"apns-push-type", b"alert"),
+            (b"apns-priority", b"10" if payload.priority == "high" else b"5"),
+        ]
         if payload.ttl_seconds is not None:
             # 0 = deliver now or never; otherwise the time APNs stops trying.
             expires = 0 if payload.ttl_seconds <= 0 else int(time.time()) + payload.ttl_seconds
-            headers["apns-expiration"] = str(expires)
+            headers.append((b"apns-expiration", str(expires).encode()))
         if payload.collapse_key:
-            headers["apns-collapse-id"] = collapse_id(payload.collapse_key)
+            headers.append((b"apns-collapse-id", collapse_id(payload.collapse_key).encode()))
         return headers
 
-    def _post(self, url: str, body: bytes, headers: dict[str, str], token: str) -> httpx.Response:
+    def _post(
+        self, url: httpx.URL, body: bytes, headers: list[tuple[bytes, bytes]], token: str
+    ) -> httpx.Response:
+        if self._authorization[0] != token:
+            self._authorization = (token, f"bearer {token}".encode())
         with provider_reached(PROVIDER):
-            return self.client.http.post(
+            return self.client.post(
                 url,
                 content=body,
-                headers={
-                    **headers,
-                    "authorization": f"bearer {token}",
-                    "content-type": "application/json",
-                },
+                headers=[
+                    *headers,
+                    (b"authorization", self._authorization[1]),
+                    (b"content-type", b"application/json"),
+                ],
             )
 
     @staticmethod

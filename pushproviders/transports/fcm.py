@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import httpx
 import jwt
+import orjson
 from django.conf import settings
 
 from pushproviders.credentials import ServiceAccount
@@ -25,7 +26,12 @@ from pushproviders.transports.base import (
     permanent,
     transient,
 )
-from pushproviders.transports.http import guarded_client, provider_reached, url_guarded
+from pushproviders.transports.http import (
+    guarded_client,
+    provider_reached,
+    url_guarded,
+    url_guarded_parsed,
+)
 
 SCOPE = "https://www.googleapis.com/auth/firebase.messaging"
 GRANT_TYPE = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -138,17 +144,17 @@ class FcmTransport:
         self.account = credentials.service_account
         self.client = guarded_client()
         self.key = AccessTokens.key(self.account)
+        # The checked send URL, parsed once per transport (per base URL setting).
+        self._url: tuple[str, httpx.URL] | None = None
+        # The authorization header of the access token last sent with.
+        self._authorization: tuple[str, bytes] = ("", b"")
 
     def __repr__(self) -> str:
         return f"FcmTransport(project_id={self.account.project_id!r})"
 
     def send(self, target: PushTarget, payload: PushPayload) -> str:
-        base = settings.PUSH_FCM_BASE_URL
-        project = quote(self.account.project_id, safe="")
-        url = url_guarded(
-            self.client, f"{base}/v1/projects/{project}/messages:send", what="fcm_url"
-        )
-        body = message_body(target, payload)
+        url = self._send_url()
+        body = orjson.dumps(message_body(target, payload))
         token = access_tokens.get(self.key, self._token_fetched)
         response = self._post(url, body, token)
         if response.status_code == httpx.codes.UNAUTHORIZED:
@@ -161,10 +167,27 @@ class FcmTransport:
     def close(self) -> None:
         self.client.close()
 
-    def _post(self, url: str, body: dict[str, Any], token: str) -> httpx.Response:
+    def _send_url(self) -> httpx.URL:
+        base = settings.PUSH_FCM_BASE_URL
+        if self._url is None or self._url[0] != base:
+            project = quote(self.account.project_id, safe="")
+            url = url_guarded_parsed(
+                self.client, f"{base}/v1/projects/{project}/messages:send", what="fcm_url"
+            )
+            self._url = (base, url)
+        return self._url[1]
+
+    def _post(self, url: httpx.URL, body: bytes, token: str) -> httpx.Response:
+        if self._authorization[0] != token:
+            self._authorization = (token, f"Bearer {token}".encode())
         with provider_reached(PROVIDER):
-            return self.client.http.post(
-                url, json=body, headers={"authorization": f"Bearer {token}"}
+            return self.client.post(
+                url,
+                content=body,
+                headers=[
+                    (b"authorization", self._authorization[1]),
+                    (b"content-type", b"application/json"),
+                ],
             )
 
     def _outcome(self, response: httpx.Response) -> str:

@@ -25,8 +25,13 @@ def guarded_client(*, http1: bool = True, http2: bool = False) -> GuardedClient:
 def url_guarded(client: GuardedClient, url: str, *, what: str) -> str:
     """`url` once the guard passed it; a refused URL fails the send before any request
     (permanent), a name that does not resolve right now is transient."""
+    return str(url_guarded_parsed(client, url, what=what))
+
+
+def url_guarded_parsed(client: GuardedClient, url: str, *, what: str) -> httpx.URL:
+    """`url_guarded`, parsed for `GuardedClient.post` and `GuardedClient.at`."""
     try:
-        return client.checked(url)
+        return client.checked_url(url)
     except netguard.UrlUnresolved:
         raise transient(f"{what}_unresolved", f"The {what} host does not resolve.") from None
     except netguard.UrlRefused as refused:

@@ -35,6 +35,13 @@ def server() -> Iterator[ThreadingHTTPServer]:
             self.send_response(204)
             self.end_headers()
 
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-length", str(len(body) + len(self.path)))
+            self.end_headers()
+            self.wfile.write(self.path.encode() + body)
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
@@ -82,4 +89,27 @@ def test_a_checked_https_host_is_not_reused_for_plain_http():
 
     with pytest.raises(netguard.UrlRefused):
         client.checked("http://stand-in.example.net:443/")
+    client.close()
+
+
+def test_a_post_goes_to_the_checked_host_at_the_path_given(server):
+    client = GuardedClient(allow_loopback_http=True, timeout=5)
+    base = client.checked_url(f"http://stand-in.example.net:{server.server_address[1]}")
+
+    response = client.post(
+        client.at(base, "/3/device/ab01"), headers=[(b"x-kind", b"test")], content=b"{}"
+    )
+
+    assert response.status_code == 200
+    assert response.content == b"/3/device/ab01{}"
+    client.close()
+
+
+@pytest.mark.parametrize("path", ["@inside.example.net/", "a", "/a?b", "/a#b", "/a b", "//x/%2e"])
+def test_only_a_plain_path_is_set_on_a_checked_url(path):
+    client = GuardedClient(allow_loopback_http=True, timeout=5)
+    base = client.checked_url("http://stand-in.example.net:8080")
+
+    with pytest.raises(ValueError, match="must be plain"):
+        client.at(base, path)
     client.close()
