@@ -358,6 +358,30 @@ class _NamePath:
         return value
 
 
+def _render_parts(
+    parts: list[Any], scope: dict[str, Any], context: Any, autoescape: bool
+) -> str | None:
+    """A template's statements rendered in order: text as is, a plain variable path looked
+    up in `scope`, any other output expression evaluated in `context`. None when anything
+    raises: the ordinary render then runs and reports it."""
+    out: list[str] = []
+    try:
+        for part in parts:
+            if type(part) is str:
+                out.append(part)
+                continue
+            if type(part) is _NamePath:
+                value = part.lookup(scope)
+                if type(value) is str:
+                    out.append(escape(value) if autoescape else value)
+                    continue
+                part = part.expression
+            out.append(to_liquid_string(part.evaluate(context), autoescape))
+    except Exception:
+        return None
+    return "".join(out)
+
+
 def _part(node: Any) -> Any:
     """A flat template's node as `_Member` renders it: text, a name path or an expression."""
     if isinstance(node, ContentNode):
@@ -430,23 +454,9 @@ class _Member:
         assert self.parts is not None
         scope = self.globals
         scope["contact"] = contact
-        context, autoescape = self.context, self.autoescape
-        out: list[str] = []
-        try:
-            for part in self.parts:
-                if type(part) is str:
-                    out.append(part)
-                    continue
-                if type(part) is _NamePath:
-                    value = part.lookup(scope)
-                    if type(value) is str:
-                        out.append(escape(value) if autoescape else value)
-                        continue
-                    part = part.expression
-                out.append(to_liquid_string(part.evaluate(context), autoescape))
-        except Exception:
-            return None  # the ordinary render reports it
-        rendered = "".join(out)
+        rendered = _render_parts(self.parts, scope, self.context, self.autoescape)
+        if rendered is None:
+            return None
         # Past the limit in UTF-8 bytes (a character is at most four): rendered again, so
         # the error is the sandbox's own.
         limit = self.limit
@@ -528,25 +538,12 @@ class _Flat:
         scope.update(self.base)
         scope.update(variables)
         scope["partial"] = False
-        context, autoescape = self.context, self.autoescape
-        out: list[str] = []
         try:
-            for part in self.parts:
-                if type(part) is str:
-                    out.append(part)
-                    continue
-                if type(part) is _NamePath:
-                    value = part.lookup(scope)
-                    if type(value) is str:
-                        out.append(escape(value) if autoescape else value)
-                        continue
-                    part = part.expression
-                out.append(to_liquid_string(part.evaluate(context), autoescape))
-        except Exception:
-            return None  # the ordinary render reports it
+            rendered = _render_parts(self.parts, scope, self.context, self.autoescape)
         finally:
             scope.clear()  # holds no sender's variables between renders
-        rendered = "".join(out)
+        if rendered is None:
+            return None
         limit = self.limit
         if limit is not None and len(rendered) * 4 > limit and len(rendered.encode()) > limit:
             return None
