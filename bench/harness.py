@@ -360,3 +360,37 @@ class Context:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+class StdioProcess:
+    """A stand-in server in a process of its own (`python -m <module> <args>`), driven by
+    lines on its standard input and answering with lines on its standard output; it
+    stops when its standard input closes."""
+
+    def __init__(self, module: str, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [PYTHON, "-m", module, *args],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def write_line(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def read_line(self) -> str:
+        """The next answer; an empty string once the process has stopped."""
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline()
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

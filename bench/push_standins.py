@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 import threading
 import time
 from typing import Any
 
-from bench.harness import PYTHON, ROOT
+from bench.harness import StdioProcess
 from tests.pushproviders.standins import ApnsStandin, FcmStandin
 
 
@@ -94,17 +93,11 @@ def serve() -> None:
         standin.__exit__(None, None, None)
 
 
-class StandinProcess:
+class StandinProcess(StdioProcess):
     """One stand-in's process, seen from the benchmark."""
 
     def __init__(self, kind: str, **spec: Any) -> None:
-        self.proc = subprocess.Popen(
-            [PYTHON, "-m", "bench.push_standins"],
-            cwd=ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        super().__init__("bench.push_standins")
         self.spec = spec
         self.problems: list[str] = []
         self.connections = 0
@@ -121,13 +114,10 @@ class StandinProcess:
         return f"{self.url}/token"
 
     def _write(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
+        self.write_line(line)
 
     def _read(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
+        line = self.read_line()
         if not line:
             raise RuntimeError("a push stand-in stopped")
         answer: dict[str, Any] = json.loads(line)
@@ -139,15 +129,6 @@ class StandinProcess:
         report = self._read()
         self.problems, self.connections = report["problems"], report["connections"]
         return list(report["arrivals"])
-
-    def stop(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 if __name__ == "__main__":

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 import threading
 import time
 from typing import Any
 
-from bench.harness import PYTHON, ROOT, _free_port
+from bench.harness import StdioProcess, _free_port
 
 _STAMP = b"\nSubject: t="
 
@@ -79,20 +78,13 @@ def _commands(handler: _Counting) -> None:
             print(json.dumps(handler.take_latencies()), flush=True)
 
 
-class SmtpSink:
+class SmtpSink(StdioProcess):
     """The server's process, seen from the benchmark."""
 
     def __init__(self) -> None:
         self.port = _free_port()
-        self.proc = subprocess.Popen(
-            [PYTHON, "-m", "bench.smtp_sink", str(self.port)],
-            cwd=ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        if self.proc.stdout.readline().strip() != "ready":
+        super().__init__("bench.smtp_sink", str(self.port))
+        if self.read_line().strip() != "ready":
             self.stop()
             raise RuntimeError("the SMTP sink did not start")
 
@@ -105,20 +97,8 @@ class SmtpSink:
         return self._ask("latencies")
 
     def _ask(self, command: str) -> list[float]:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.proc.stdin.write(f"{command}\n")
-        self.proc.stdin.flush()
-        return list(json.loads(self.proc.stdout.readline()))
-
-    def stop(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.write_line(command)
+        return list(json.loads(self.read_line()))
 
 
 if __name__ == "__main__":
