@@ -4,6 +4,15 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+def _fillfactor(value: str):
+    def apply(apps, schema_editor):
+        # PostgreSQL's storage parameter; SQLite (`make run`'s embedded default) has none.
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(f"ALTER TABLE automations_runstep {value}")
+
+    return apply
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -33,8 +42,7 @@ class Migration(migrations.Migration):
         # A waiting step's update (status, outcome, completed_at) changes no indexed
         # column: with room left on its page it is HOT, writing no index entry. Rows are
         # inserted as steps are taken and each waiting one updated once, later.
-        migrations.RunSQL(
-            "ALTER TABLE automations_runstep SET (fillfactor = 70)",
-            "ALTER TABLE automations_runstep RESET (fillfactor)",
+        migrations.RunPython(
+            _fillfactor("SET (fillfactor = 70)"), _fillfactor("RESET (fillfactor)")
         ),
     ]
