@@ -359,11 +359,12 @@ class _NamePath:
 
 
 def _render_parts(
-    parts: list[Any], scope: dict[str, Any], context: Any, autoescape: bool
+    parts: list[Any], scope: dict[str, Any], context: Any, autoescape: bool, limit: int | None
 ) -> str | None:
     """A template's statements rendered in order: text as is, a plain variable path looked
     up in `scope`, any other output expression evaluated in `context`. None when anything
-    raises: the ordinary render then runs and reports it."""
+    raises or the output passes `limit` UTF-8 bytes: the ordinary render then runs and
+    reports it, so the error is the sandbox's own."""
     out: list[str] = []
     try:
         for part in parts:
@@ -379,7 +380,11 @@ def _render_parts(
             out.append(to_liquid_string(part.evaluate(context), autoescape))
     except Exception:
         return None
-    return "".join(out)
+    rendered = "".join(out)
+    # A character is at most four bytes: only a long output is encoded to be measured.
+    if limit is not None and len(rendered) * 4 > limit and len(rendered.encode()) > limit:
+        return None
+    return rendered
 
 
 def _part(node: Any) -> Any:
@@ -454,15 +459,7 @@ class _Member:
         assert self.parts is not None
         scope = self.globals
         scope["contact"] = contact
-        rendered = _render_parts(self.parts, scope, self.context, self.autoescape)
-        if rendered is None:
-            return None
-        # Past the limit in UTF-8 bytes (a character is at most four): rendered again, so
-        # the error is the sandbox's own.
-        limit = self.limit
-        if limit is not None and len(rendered) * 4 > limit and len(rendered.encode()) > limit:
-            return None
-        return rendered
+        return _render_parts(self.parts, scope, self.context, self.autoescape, self.limit)
 
     def render(self, contact: dict[str, Any]) -> str | None:
         if self.source is None:
@@ -539,15 +536,9 @@ class _Flat:
         scope.update(variables)
         scope["partial"] = False
         try:
-            rendered = _render_parts(self.parts, scope, self.context, self.autoescape)
+            return _render_parts(self.parts, scope, self.context, self.autoescape, self.limit)
         finally:
             scope.clear()  # holds no sender's variables between renders
-        if rendered is None:
-            return None
-        limit = self.limit
-        if limit is not None and len(rendered) * 4 > limit and len(rendered.encode()) > limit:
-            return None
-        return rendered
 
     def render(self, variables: Mapping[str, Any]) -> str | None:
         if self.source is None:
