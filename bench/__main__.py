@@ -12,12 +12,20 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import bench
 from bench.harness import RESULTS_DIR, Context, log
 
 # The whole run stops by itself: a hung server or client cannot keep it going.
 RUN_TIMEOUT_SECONDS = int(os.environ.get("BENCH_TIMEOUT", "600"))
+# Every line carries these, in this order (null where a benchmark measures no such
+# figure, e.g. a worker's memory); what else a benchmark reports follows them.
+FIELDS = ("name", "ops_per_s", "p50_ms", "p95_ms", "p99_ms", "baseline_ops_per_s", "ratio")
+
+
+def line_shaped(result: dict[str, Any]) -> dict[str, Any]:
+    return {**{field: result.get(field) for field in FIELDS}, **result}
 
 
 class Stop(Exception):
@@ -71,7 +79,7 @@ def main() -> int:
                 module = importlib.import_module(f"bench.bench_{name}")
                 try:
                     for result in module.run(ctx):
-                        line = json.dumps(result)
+                        line = json.dumps(line_shaped(result))
                         print(line, flush=True)
                         out.write(line + "\n")
                 except Stop:
