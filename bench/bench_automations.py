@@ -10,6 +10,7 @@ targets, far too big for a quick look: set small ones for a proof run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+from bench.bench_emails import baseline_rate, prebuilt_messages
 from bench.harness import PYTHON, ROOT, Context, log
 from bench.smtp_sink import SmtpSink
 
@@ -258,9 +260,19 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         span = max(d["seconds"] for d in done)
         rate = len(arrivals) / span if span else 0.0
         log(f"backlog: {len(arrivals)} of {RUNS} emails in {span:.1f}s; workers {done}")
+        # The time between consecutive arrivals at one worker (two send in parallel), and
+        # smtplib handing the same number of messages to the same server.
+        gaps = [(b - a) * WORKERS for a, b in itertools.pairwise(arrivals)]
+        baseline, _ = baseline_rate(sink.port, prebuilt_messages(RUNS))
+        sink.take()
         yield {
             "name": f"automations_runs_to_smtp_w{WORKERS}",
             "ops_per_s": round(rate, 1),
+            "p50_ms": _percentile_ms(gaps, 0.50),
+            "p95_ms": _percentile_ms(gaps, 0.95),
+            "p99_ms": _percentile_ms(gaps, 0.99),
+            "baseline_ops_per_s": round(baseline, 1),
+            "ratio": round(rate / baseline, 4) if baseline else None,
             "unit": "runs/s",
             "concurrency": WORKERS,
             "errors": RUNS - len(arrivals),
