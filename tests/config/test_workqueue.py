@@ -188,9 +188,10 @@ def test_a_claim_takes_due_rows_in_order_and_leaves_the_rest(clock):
 
 
 @pytest.mark.django_db
-def test_an_expired_lease_is_taken_over_and_its_first_holder_changes_nothing(clock):
+@pytest.mark.parametrize("relock", [True, False])
+def test_an_expired_lease_is_taken_over_and_its_first_holder_changes_nothing(clock, relock):
     [row] = make_rows(clock, 1)
-    queue = make_queue()
+    queue = make_queue(relock=relock)
     slow_token, slow_items = queue.claim()
 
     clock.advance(seconds=59)
@@ -214,9 +215,10 @@ def test_an_expired_lease_is_taken_over_and_its_first_holder_changes_nothing(clo
 
 
 @pytest.mark.django_db
-def test_a_row_whose_workers_keep_dying_is_dead_lettered(clock):
+@pytest.mark.parametrize("relock", [True, False])
+def test_a_row_whose_workers_keep_dying_is_dead_lettered(clock, relock):
     [row] = make_rows(clock, 1)
-    queue = make_queue()
+    queue = make_queue(relock=relock)
     for _ in range(POLICY.max_attempts):
         assert len(queue.claim()[1]) == 1  # and the worker dies
         clock.advance(seconds=61)
@@ -226,6 +228,52 @@ def test_a_row_whose_workers_keep_dying_is_dead_lettered(clock):
     assert (row.status, row.attempts) == (WorkStatus.DEAD_LETTERED, POLICY.max_attempts + 1)
     assert row.error_code == "worker_lost"
     assert runs_of(row) == 0, "a row past its attempts is not run again"
+
+
+@pytest.mark.django_db
+def test_without_the_re_lock_a_batch_with_a_row_taken_over_is_redone_without_it(clock):
+    """The done mark finds the row another worker took over: the batch rolls back, each
+    item it had kept is dropped, and it runs again without that row, whose work never
+    commits twice."""
+    rows = make_rows(clock, 4)
+    queue = make_queue(relock=False)
+    token, items = queue.claim()
+    clock.advance(seconds=61)
+    # Another worker takes one row over (the others' leases are renewed by hand).
+    Event.objects.exclude(pk=rows[1].pk).update(
+        lease_expires_at=clock.current + dt.timedelta(seconds=60)
+    )
+    other_token, [taken] = queue.claim()
+    assert taken.pk == rows[1].pk
+
+    work = CountingWork()
+    with CaptureQueriesContext(connection) as captured:
+        outcome = queue.run(token=token, items=items, work=work)
+    assert (sorted(outcome.processed), outcome.skipped) == (
+        sorted(row.pk for row in rows if row.pk != taken.pk),
+        1,
+    )
+    assert sorted(work.dropped_ids) == sorted(row.pk for row in rows)  # the first pass
+    assert [runs_of(row) for row in rows] == [1, 0, 1, 1]
+    assert not any("FOR UPDATE" in query["sql"] for query in captured.captured_queries)
+    taken.refresh_from_db()
+    assert (taken.status, taken.claim_token) == (WorkStatus.PROCESSING, other_token)
+
+    assert queue.run(token=other_token, items=[taken], work=CountingWork()).processed == [taken.pk]
+    assert [runs_of(row) for row in rows] == [1, 1, 1, 1]
+
+
+@pytest.mark.django_db
+def test_without_the_re_lock_a_failure_of_a_row_taken_over_is_not_recorded(clock):
+    [row] = make_rows(clock, 1)
+    queue = make_queue(relock=False)
+    token, items = queue.claim()
+    clock.advance(seconds=61)
+    other_token, _ = queue.claim()
+    outcome = queue.run(token=token, items=items, work=CountingWork(fail=lambda item: WorkError()))
+    assert (outcome.failed, outcome.skipped, outcome.processed) == (0, 1, [])
+    row.refresh_from_db()
+    assert (row.status, row.claim_token, runs_of(row)) == (WorkStatus.PROCESSING, other_token, 0)
 
 
 # --- outcomes ---
