@@ -518,15 +518,19 @@ class WorkQueue(Generic[T]):
             names.append("token")
             arrays.append(f"%s::{token_field.db_type(connection)}[]")
             array_params.append([token] * len(keys))
-            check = f" AND {table}.{quote(token_field.column)} = v.token"
+            check = (
+                f" AND {table}.{quote(token_field.column)} = v.token "
+                f"RETURNING {table}.{quote(pk.column)}"
+            )
         sql = (
             f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608 (names from the model)
             f"FROM unnest({', '.join(arrays)}) AS v({', '.join(names)}) "
-            f"WHERE {table}.{quote(pk.column)} = v.pk{check} "
-            f"RETURNING {table}.{quote(pk.column)}"
+            f"WHERE {table}.{quote(pk.column)} = v.pk{check}"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*set_params, *array_params])
+            if self.relock:
+                return set(keys)
             return {pk.to_python(row[0]) for row in cursor.fetchall()}
 
     def _per_item(self, name: str, value: PerItem) -> Case:
