@@ -9,7 +9,8 @@ still dead-letters). The check is either a re-lock of the rows when the transact
 starts (the default: a row is then never taken over while it is worked) or, for a queue
 whose work only writes the database and locks what its items stand for itself
 (`relock=False`), the done mark's own conditional update: a batch that finds a row taken
-over there rolls back and is redone without it. The batch runs in one savepoint; only
+over there rolls back, renews the lease of the rows it still holds and is redone without
+the lost one. The batch runs in one savepoint; only
 when an item fails is it run again with a savepoint per item, so a failure costs only its
 own writes and a batch without failures pays for no per-item savepoints.
 """
@@ -349,8 +350,14 @@ class WorkQueue(Generic[T]):
                 outcome.failed, outcome.dead_lettered, outcome.skipped, outcome.next_retry_at = (
                     tally
                 )
-                outcome.skipped += len(lost.keys)
-                items = [item for item in items if item.pk not in lost.keys]
+                # One claim, one lease: it ran out for every row of the batch, so the rows
+                # still held get a fresh one before the rerun, or another worker could take
+                # them over one by one while it runs.
+                held = self._renew(
+                    token=token, keys=[item.pk for item in items if item.pk not in lost.keys]
+                )
+                outcome.skipped += len(items) - len(held)
+                items = [item for item in items if item.pk in held]
                 continue
             break
         outcome.processed.extend(item.pk for item in done)
@@ -363,6 +370,18 @@ class WorkQueue(Generic[T]):
         if outcome.next_retry_at is not None:
             self.wake_later(countdown=(outcome.next_retry_at - clock.now()).total_seconds())
         return outcome
+
+    def _renew(self, *, token: uuid.UUID, keys: list[Any]) -> set[Any]:
+        """Gives the rows among `keys` this claim still holds a fresh lease; their keys."""
+        lease_until = clock.now() + dt.timedelta(seconds=_tunable(self.lease_seconds))
+        with transaction.atomic():
+            held = set(
+                self._rows.select_for_update()
+                .filter(pk__in=keys, status=WorkStatus.PROCESSING, claim_token=token)
+                .values_list("pk", flat=True)
+            )
+            self._rows.filter(pk__in=list(held)).update(lease_expires_at=lease_until)
+        return held
 
     def _run_batch(
         self, *, token: uuid.UUID, items: list[T], work: BatchWork[T], outcome: BatchOutcome

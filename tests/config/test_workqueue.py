@@ -255,12 +255,40 @@ def test_without_the_re_lock_a_batch_with_a_row_taken_over_is_redone_without_it(
     )
     assert sorted(work.dropped_ids) == sorted(row.pk for row in rows)  # the first pass
     assert [runs_of(row) for row in rows] == [1, 0, 1, 1]
-    assert not any("FOR UPDATE" in query["sql"] for query in captured.captured_queries)
+    # No re-lock: the first pass's done mark checks the claim (the rows locked after it are
+    # the renewal of the ones still held).
+    statements = [query["sql"] for query in captured.captured_queries]
+    checked = next(n for n, sql in enumerate(statements) if "v.token" in sql)
+    assert not any("FOR UPDATE" in sql for sql in statements[:checked])
     taken.refresh_from_db()
     assert (taken.status, taken.claim_token) == (WorkStatus.PROCESSING, other_token)
 
     assert queue.run(token=other_token, items=[taken], work=CountingWork()).processed == [taken.pk]
     assert [runs_of(row) for row in rows] == [1, 1, 1, 1]
+
+
+@pytest.mark.django_db
+def test_without_the_re_lock_the_rows_still_held_get_a_fresh_lease_before_the_rerun(clock):
+    """The lease ran out for the whole batch: what another worker has not taken yet is
+    renewed before the batch runs again, so it cannot be taken over meanwhile."""
+    rows = make_rows(clock, 3)
+    queue = make_queue(relock=False, batch_size=1)
+    token, items = queue.claim(limit=3)
+    clock.advance(seconds=61)
+    _, [taken] = queue.claim()  # one row only: the others' leases ran out too
+    seen: list[list[uuid.UUID]] = []
+
+    class Watching(CountingWork):
+        def begin(self, items: list[Event]) -> None:
+            seen.append([item.pk for item in items])
+            if len(seen) == 2:  # the rerun: its rows are renewed, none can be taken
+                assert queue.claim()[1] == []
+
+    outcome = queue.run(token=token, items=items, work=Watching())
+    assert (len(outcome.processed), outcome.skipped) == (2, 1)
+    assert [len(each) for each in seen] == [3, 2]
+    assert [runs_of(row) for row in rows].count(1) == 2
+    assert runs_of(Event.objects.get(pk=taken.pk)) == 0
 
 
 @pytest.mark.django_db
