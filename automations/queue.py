@@ -15,4 +15,8 @@ RUN_QUEUE: WorkQueue[RunJob] = WorkQueue(
     wake_debounce_seconds=conf.wake_debounce_seconds,
     settle_seconds=conf.wake_settle_seconds,
     order_by=("next_attempt_at",),
+    # An advance only writes the database (its emails are rows, delivered by their own
+    # queue) and locks its runs first, so a job taken over mid-batch cannot be advanced
+    # twice: the done mark checks the claim instead of a re-lock of the jobs.
+    relock=False,
 )

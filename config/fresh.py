@@ -1,10 +1,12 @@
-"""New model instances without `Model.__init__`'s per-field work, for services that make
-rows by the hundred per batch (automation runs and steps, the emails they send)."""
+"""Model instances without `Model.__init__`'s per-field work, for services that make or
+read rows by the hundred per batch (automation runs and steps, the emails they send, the
+rows a work queue claims): new ones (`Fresh`) and ones read from the database
+(`Columns`)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
-from django.db import models
+from django.db import connection, models
 from django.db.models.base import ModelState
 
 M = TypeVar("M", bound=models.Model)
@@ -48,3 +50,38 @@ class Fresh(Generic[M]):
             known = {name for name, *_ in self.fields} | {a for _, a, *_ in self.fields}
             raise TypeError(f"{self.model.__name__} has no field {sorted(set(values) - known)}.")
         return instance
+
+
+class Columns(Generic[M]):
+    """A model's concrete columns in a select list under a table alias, and how one row's
+    values (a slice of a result row, in that order, read in binary by
+    `config.bulk.rows_fetch`) become an instance: its `__dict__` filled as `Model.from_db`
+    would leave it (all concrete fields loaded, `adding` false). The project connects no
+    `pre_init` or `post_init` receiver, which that skips; a model with fields that convert
+    what they read (`from_db_value`, other than a JSON field's default decoding) is
+    refused (`TypeError`)."""
+
+    def __init__(self, model: type[M], alias: str) -> None:
+        quote = connection.ops.quote_name
+        fields = list(model._meta.concrete_fields)
+        for field in fields:
+            plain_json = isinstance(field, models.JSONField) and field.decoder is None
+            if hasattr(field, "from_db_value") and not plain_json:
+                raise TypeError(f"{model.__name__}.{field.name} converts what it reads.")
+        self.model = model
+        self.attnames = [field.attname for field in fields]
+        self.width = len(fields)
+        self.select = ", ".join(f"{alias}.{quote(field.column)}" for field in fields)
+        self.db = connection.alias
+
+    def make(self, values: Sequence[Any]) -> M:
+        instance = self.model.__new__(self.model)
+        instance.__dict__.update(zip(self.attnames, values, strict=True))
+        state = ModelState()
+        state.adding = False
+        state.db = self.db
+        instance._state = state
+        return instance
+
+    def make_all(self, rows: Iterable[Sequence[Any]]) -> list[M]:
+        return [self.make(row) for row in rows]

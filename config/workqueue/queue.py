@@ -2,12 +2,17 @@
 
 A claim is a short transaction (`SELECT ... FOR UPDATE SKIP LOCKED`, then mark the rows
 `processing` with a claim token, `attempts + 1` and a lease). The claimed batch is then
-run in one transaction that first re-locks the rows and checks the token, so a row is
-worked at most once however often a batch is delivered, and a row whose worker died
-becomes claimable again when its lease runs out (`attempts` counts claims, so a row that
-keeps killing workers still dead-letters). The batch runs in one savepoint; only when an
-item fails is it run again with a savepoint per item, so a failure costs only its own
-writes and a batch without failures pays for no per-item savepoints.
+run in one transaction that checks the token, so a row's work commits at most once
+however often a batch is delivered, and a row whose worker died becomes claimable again
+when its lease runs out (`attempts` counts claims, so a row that keeps killing workers
+still dead-letters). The check is either a re-lock of the rows when the transaction
+starts (the default: a row is then never taken over while it is worked) or, for a queue
+whose work only writes the database and locks what its items stand for itself
+(`relock=False`), the done mark's own conditional update: a batch that finds a row taken
+over there rolls back, renews the lease of the rows it still holds and is redone without
+the lost one. The batch runs in one savepoint; only
+when an item fails is it run again with a savepoint per item, so a failure costs only its
+own writes and a batch without failures pays for no per-item savepoints.
 """
 
 import datetime as dt
@@ -22,6 +27,8 @@ from django.db import connection, models, transaction
 from django.db.models import Case, F, Value, When, prefetch_related_objects
 
 from config import clock
+from config.bulk import rows_fetch
+from config.fresh import Columns
 from config.workqueue import wake as wakeup
 from config.workqueue.errors import WorkerLost, WorkError
 from config.workqueue.models import DUE_STATUSES, WorkItem, WorkStatus
@@ -109,6 +116,31 @@ def _tunable(value: float | Callable[[], float]) -> float:
     return value() if callable(value) else value
 
 
+class _ClaimsLost(Exception):
+    """The done mark found rows of the batch taken over by another worker (our lease ran
+    out); raised to roll the batch back."""
+
+    def __init__(self, keys: set[Any]) -> None:
+        super().__init__(f"{len(keys)} claimed rows were taken over")
+        self.keys = keys
+
+
+_RETURNED: dict[type[models.Model], Columns[Any] | None] = {}
+
+
+def _returned(model: type[T]) -> "Columns[T] | None":
+    """How a claim's `RETURNING` list becomes instances without the ORM's per-row work
+    (`config.fresh.Columns`), or None for a model with fields that convert what they read
+    (the claim then goes through `raw`)."""
+    if model not in _RETURNED:
+        try:
+            table = connection.ops.quote_name(model._meta.db_table)
+            _RETURNED[model] = Columns(model, table)
+        except TypeError:
+            _RETURNED[model] = None
+    return _RETURNED[model]
+
+
 @dataclass(frozen=True, eq=False)
 class WorkQueue(Generic[T]):
     """The queue of one model's rows, drained by the Celery task named `task`."""
@@ -131,6 +163,14 @@ class WorkQueue(Generic[T]):
     # rows its items load with them, once per batch.
     order_by: tuple[str, ...] = ("next_attempt_at",)
     prefetch_related: tuple[str, ...] = ()
+    # Whether a batch's transaction starts by locking its claimed rows again and checking
+    # their token (so a row whose lease runs out while it is worked is not taken over), or
+    # checks the token only in the done mark's conditional update. Keep it for work that
+    # does what a rollback cannot undo (an SMTP or provider call). A queue whose work only
+    # writes the database and locks the rows its items stand for (automations lock the
+    # runs) may turn it off: a batch whose done mark finds a row taken over rolls back and
+    # is redone without it, and the statement and the locks of the re-lock are saved.
+    relock: bool = True
 
     def __post_init__(self) -> None:
         # Every queue is known to the metrics and the staff dashboard (registry.py).
@@ -197,41 +237,51 @@ class WorkQueue(Generic[T]):
             f"UPDATE {table} SET {column['status']} = %s, "
             f"{column['attempts']} = {table}.{column['attempts']} + 1, "
             f"{column['claim_token']} = %s, {column['lease_expires_at']} = %s{{extra}} "
-            f"FROM picked WHERE {table}.{pk} = picked.{pk} RETURNING {table}.*"
+            f"FROM picked WHERE {table}.{pk} = picked.{pk} RETURNING {{returning}}"
         )
         claimed = [WorkStatus.PROCESSING.value, token, lease_until]
-        due = list(
-            self._rows.raw(
-                claim.format(
-                    where=f"{column['status']} IN (%s, %s) AND {column['next_attempt_at']} <= %s",
-                    order=column["next_attempt_at"],
-                    extra="",
-                ),
-                [*DUE_STATUSES, now, limit, *claimed],
-            )
+        due = self._claimed(
+            claim.format(
+                where=f"{column['status']} IN (%s, %s) AND {column['next_attempt_at']} <= %s",
+                order=column["next_attempt_at"],
+                extra="",
+                returning="{returning}",
+            ),
+            [*DUE_STATUSES, now, limit, *claimed],
         )
         if len(due) >= limit:
             return due
-        lost = list(
-            self._rows.raw(
-                claim.format(
-                    where=f"{column['status']} = %s AND {column['lease_expires_at']} <= %s",
-                    order=column["lease_expires_at"],
-                    extra=f", {column['last_error']} = %s, {column['error_code']} = %s",
-                ),
-                [
-                    WorkStatus.PROCESSING.value,
-                    now,
-                    limit - len(due),
-                    *claimed,
-                    str(WorkerLost.__doc__),
-                    WorkerLost.code,
-                ],
-            )
+        lost = self._claimed(
+            claim.format(
+                where=f"{column['status']} = %s AND {column['lease_expires_at']} <= %s",
+                order=column["lease_expires_at"],
+                extra=f", {column['last_error']} = %s, {column['error_code']} = %s",
+                returning="{returning}",
+            ),
+            [
+                WorkStatus.PROCESSING.value,
+                now,
+                limit - len(due),
+                *claimed,
+                str(WorkerLost.__doc__),
+                WorkerLost.code,
+            ],
         )
         if lost:
             logger.warning("Reclaiming %d %s whose worker stopped", len(lost), self._label)
         return due + lost
+
+    def _claimed(self, sql: str, params: list[Any]) -> list[T]:
+        """The rows a claim statement (`sql`, its `RETURNING` list left as `{returning}`)
+        marked, as instances: read in binary and made without `Model.__init__` (a claim
+        of 500 rows through `raw` cost more Python than the rest of the claim), or through
+        `raw` for a model whose fields convert what they read."""
+        columns = _returned(self.model)
+        if columns is None:
+            table = connection.ops.quote_name(self.model._meta.db_table)
+            return list(self._rows.raw(sql.format(returning=f"{table}.*"), params))
+        rows = rows_fetch(sql.format(returning=columns.select).replace("%s", "%b"), params)
+        return columns.make_all(rows)
 
     def _claim_portable(
         self, *, limit: int, now: dt.datetime, token: uuid.UUID, lease_until: dt.datetime
@@ -277,36 +327,85 @@ class WorkQueue(Generic[T]):
         outcome: BatchOutcome | None = None,
     ) -> BatchOutcome:
         """Works claimed rows in one transaction: the rows this claim still holds are
-        locked together, worked, and their outcomes written in bulk. A batch costs one
-        commit; a worker that dies mid-batch commits nothing and the lease hands the
-        batch on.
+        worked and their outcomes written in bulk. A batch costs one commit; a worker that
+        dies mid-batch commits nothing and the lease hands the batch on.
 
         The batch first runs optimistically, every item in one savepoint. Only when an
         item raises is that rolled back and the batch run again with a savepoint per
         item, so one failure costs only its own writes. `work` therefore sees an item
         run twice in one attempt when another item of its batch failed; only the second
-        run's writes are kept.
+        run's writes are kept. Without the re-lock (`relock`), a batch whose done mark
+        finds rows taken over is rolled back (`dropped` for each item it had kept) and
+        run again without them.
         """
         if outcome is None:
             outcome = BatchOutcome(claimed=len(items))
         failed_before, dead_before = outcome.failed, outcome.dead_lettered
+        while True:
+            tally = (outcome.failed, outcome.dead_lettered, outcome.skipped, outcome.next_retry_at)
+            try:
+                done = self._run_batch(token=token, items=items, work=work, outcome=outcome)
+            except _ClaimsLost as lost:
+                # Its writes and failure marks were rolled back: counted again in the rerun.
+                outcome.failed, outcome.dead_lettered, outcome.skipped, outcome.next_retry_at = (
+                    tally
+                )
+                # One claim, one lease: it ran out for every row of the batch, so the rows
+                # still held get a fresh one before the rerun, or another worker could take
+                # them over one by one while it runs.
+                held = self._renew(
+                    token=token, keys=[item.pk for item in items if item.pk not in lost.keys]
+                )
+                outcome.skipped += len(items) - len(held)
+                items = [item for item in items if item.pk in held]
+                continue
+            break
+        outcome.processed.extend(item.pk for item in done)
+        work_outcomes_count(
+            self.label,
+            done=len(done),
+            retried=outcome.failed - failed_before,
+            dead_lettered=outcome.dead_lettered - dead_before,
+        )
+        if outcome.next_retry_at is not None:
+            self.wake_later(countdown=(outcome.next_retry_at - clock.now()).total_seconds())
+        return outcome
+
+    def _renew(self, *, token: uuid.UUID, keys: list[Any]) -> set[Any]:
+        """Gives the rows among `keys` this claim still holds a fresh lease; their keys."""
+        lease_until = clock.now() + dt.timedelta(seconds=_tunable(self.lease_seconds))
         with transaction.atomic():
-            # Locked by key alone and checked here: a filter on status would let the
-            # planner pick the partial lease index, which a busy queue fills with dead
-            # entries faster than vacuum clears them.
-            held = {
-                pk
-                for pk, status, holder in self._rows.select_for_update()
-                .filter(pk__in=[item.pk for item in items])
-                .values_list("pk", "status", "claim_token")
-                if status == WorkStatus.PROCESSING and holder == token
-            }
-            # Rows not held were taken over by another worker (our lease ran out).
-            outcome.skipped += sum(1 for item in items if item.pk not in held)
+            held = set(
+                self._rows.select_for_update()
+                .filter(pk__in=keys, status=WorkStatus.PROCESSING, claim_token=token)
+                .values_list("pk", flat=True)
+            )
+            self._rows.filter(pk__in=list(held)).update(lease_expires_at=lease_until)
+        return held
+
+    def _run_batch(
+        self, *, token: uuid.UUID, items: list[T], work: BatchWork[T], outcome: BatchOutcome
+    ) -> list[T]:
+        """One pass over the batch in its transaction; the items done."""
+        if not items:
+            return []
+        with transaction.atomic():
+            if self.relock:
+                # Locked by key alone and checked here: a filter on status would let the
+                # planner pick the partial lease index, which a busy queue fills with dead
+                # entries faster than vacuum clears them.
+                held = {
+                    pk
+                    for pk, status, holder in self._rows.select_for_update()
+                    .filter(pk__in=[item.pk for item in items])
+                    .values_list("pk", "status", "claim_token")
+                    if status == WorkStatus.PROCESSING and holder == token
+                }
+                # Rows not held were taken over by another worker (our lease ran out).
+                outcome.skipped += sum(1 for item in items if item.pk not in held)
+                items = [item for item in items if item.pk in held]
             live: list[T] = []
             for item in items:
-                if item.pk not in held:
-                    continue
                 # A first attempt is always allowed (a policy allows at least one).
                 if item.attempts > 1 and item.attempts > self.retry_policy(item).max_attempts:
                     name = self.model._meta.verbose_name
@@ -319,17 +418,12 @@ class WorkQueue(Generic[T]):
                 done = self._run_apart(live, work, token=token, outcome=outcome)
             if done:
                 work.finish(done)
-                self._record_done(token=token, items=done, values=work.done_values(done))
-        outcome.processed.extend(item.pk for item in done)
-        work_outcomes_count(
-            self.label,
-            done=len(done),
-            retried=outcome.failed - failed_before,
-            dead_lettered=outcome.dead_lettered - dead_before,
-        )
-        if outcome.next_retry_at is not None:
-            self.wake_later(countdown=(outcome.next_retry_at - clock.now()).total_seconds())
-        return outcome
+                marked = self._record_done(token=token, items=done, values=work.done_values(done))
+                if len(marked) < len(done):
+                    for item in done:
+                        work.dropped(item)
+                    raise _ClaimsLost({item.pk for item in done} - marked)
+        return done
 
     def _run_together(self, items: list[T], work: BatchWork[T]) -> list[T] | None:
         """Every item in one savepoint; None (and nothing kept) when one of them raised."""
@@ -364,7 +458,10 @@ class WorkQueue(Generic[T]):
             done.append(item)
         return done
 
-    def _record_done(self, *, token: uuid.UUID, items: list[T], values: dict[str, Any]) -> None:
+    def _record_done(self, *, token: uuid.UUID, items: list[T], values: dict[str, Any]) -> set[Any]:
+        """Marks the items done; the keys of those marked. Without the re-lock, only rows
+        this claim still holds are (their token is ours: a takeover gives a row a new one,
+        and an outcome clears it); with it, `run` holds and checked them all."""
         columns: dict[str, Any] = {
             "status": WorkStatus.PROCESSED.value,
             "claim_token": None,
@@ -377,16 +474,29 @@ class WorkQueue(Generic[T]):
         if connection.vendor == "postgresql" and not any(
             hasattr(value, "resolve_expression") for value in columns.values()
         ):
-            self._record_done_postgresql(items=items, columns=columns)
-            return
+            return self._record_done_postgresql(token=token, items=items, columns=columns)
         for name, value in columns.items():
             if isinstance(value, PerItem):
                 columns[name] = self._per_item(name, value)
+        keys = [item.pk for item in items]
+        held = set(keys)
+        if not self.relock:
+            # Read, then written in the same transaction: on PostgreSQL the rows read are
+            # locked until its end; SQLite, the other database here, runs one writing
+            # transaction at a time.
+            held = set(
+                self._rows.select_for_update()
+                .filter(pk__in=keys, status=WorkStatus.PROCESSING, claim_token=token)
+                .values_list("pk", flat=True)
+            )
         self._rows.filter(
-            pk__in=[item.pk for item in items], status=WorkStatus.PROCESSING, claim_token=token
+            pk__in=list(held), status=WorkStatus.PROCESSING, claim_token=token
         ).update(**columns)
+        return held
 
-    def _record_done_postgresql(self, *, items: list[T], columns: dict[str, Any]) -> None:
+    def _record_done_postgresql(
+        self, *, token: uuid.UUID, items: list[T], columns: dict[str, Any]
+    ) -> set[Any]:
         """One UPDATE ... FROM unnest(...): per-row values travel as arrays, so the
         statement is the same size for any batch (a CASE per column grows with it, and
         building it cost more than the rest of the batch's bookkeeping)."""
@@ -415,15 +525,32 @@ class WorkQueue(Generic[T]):
                 sets.append(f"{target} = %s")
                 set_params.append(column.get_db_prep_save(value, connection))
         table = quote(meta.db_table)
-        # By key alone: `run` holds these rows locked and checked their claim in this
-        # transaction (a filter on status could again lead the planner to the lease index).
+        # By key and, without the re-lock, the claim's token (a token is on a row only while
+        # the claim that set it holds). Never by status, which could lead the planner to the
+        # partial lease index (see `_run_batch`); and the token is joined from the arrays,
+        # not compared with a constant: the statistics know the column as nearly all null,
+        # and the planner then took a constant's match for one row and scanned the table.
+        check = ""
+        if not self.relock:
+            token_field = meta.get_field("claim_token")
+            assert isinstance(token_field, models.Field)
+            names.append("token")
+            arrays.append(f"%s::{token_field.db_type(connection)}[]")
+            array_params.append([token] * len(keys))
+            check = (
+                f" AND {table}.{quote(token_field.column)} = v.token "
+                f"RETURNING {table}.{quote(pk.column)}"
+            )
         sql = (
             f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608 (names from the model)
             f"FROM unnest({', '.join(arrays)}) AS v({', '.join(names)}) "
-            f"WHERE {table}.{quote(pk.column)} = v.pk"
+            f"WHERE {table}.{quote(pk.column)} = v.pk{check}"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*set_params, *array_params])
+            if self.relock:
+                return set(keys)
+            return {pk.to_python(row[0]) for row in cursor.fetchall()}
 
     def _per_item(self, name: str, value: PerItem) -> Case:
         column = self.model._meta.get_field(name)
@@ -450,27 +577,33 @@ class WorkQueue(Generic[T]):
                 exc_info=error,
             )
         message = f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]
-        if permanent or item.attempts >= policy.max_attempts:
-            status, next_attempt_at = WorkStatus.DEAD_LETTERED, None
-            outcome.dead_lettered += 1
-        else:
-            status = WorkStatus.FAILED
+        dead = permanent or item.attempts >= policy.max_attempts
+        next_attempt_at: dt.datetime | None = None
+        if not dead:
             delay = policy.delay(item.attempts)
             asked = getattr(error, "retry_after", None)
             if asked is not None and asked > delay.total_seconds():
                 delay = dt.timedelta(seconds=float(asked))
             next_attempt_at = clock.now() + delay
-            outcome.failed += 1
-            if outcome.next_retry_at is None or next_attempt_at < outcome.next_retry_at:
-                outcome.next_retry_at = next_attempt_at
-        self._rows.filter(pk=item.pk, status=WorkStatus.PROCESSING, claim_token=token).update(
-            status=status,
+        marked = self._rows.filter(
+            pk=item.pk, status=WorkStatus.PROCESSING, claim_token=token
+        ).update(
+            status=WorkStatus.DEAD_LETTERED if dead else WorkStatus.FAILED,
             next_attempt_at=next_attempt_at,
             claim_token=None,
             lease_expires_at=None,
             last_error=message,
             error_code=code,
         )
+        if not marked:
+            # Taken over by another worker (without the re-lock, found only here).
+            outcome.skipped += 1
+        elif next_attempt_at is None:
+            outcome.dead_lettered += 1
+        else:
+            outcome.failed += 1
+            if outcome.next_retry_at is None or next_attempt_at < outcome.next_retry_at:
+                outcome.next_retry_at = next_attempt_at
 
     # --- the dead-letter queue ---
 

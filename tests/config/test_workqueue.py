@@ -188,9 +188,10 @@ def test_a_claim_takes_due_rows_in_order_and_leaves_the_rest(clock):
 
 
 @pytest.mark.django_db
-def test_an_expired_lease_is_taken_over_and_its_first_holder_changes_nothing(clock):
+@pytest.mark.parametrize("relock", [True, False])
+def test_an_expired_lease_is_taken_over_and_its_first_holder_changes_nothing(clock, relock):
     [row] = make_rows(clock, 1)
-    queue = make_queue()
+    queue = make_queue(relock=relock)
     slow_token, slow_items = queue.claim()
 
     clock.advance(seconds=59)
@@ -214,9 +215,10 @@ def test_an_expired_lease_is_taken_over_and_its_first_holder_changes_nothing(clo
 
 
 @pytest.mark.django_db
-def test_a_row_whose_workers_keep_dying_is_dead_lettered(clock):
+@pytest.mark.parametrize("relock", [True, False])
+def test_a_row_whose_workers_keep_dying_is_dead_lettered(clock, relock):
     [row] = make_rows(clock, 1)
-    queue = make_queue()
+    queue = make_queue(relock=relock)
     for _ in range(POLICY.max_attempts):
         assert len(queue.claim()[1]) == 1  # and the worker dies
         clock.advance(seconds=61)
@@ -226,6 +228,80 @@ def test_a_row_whose_workers_keep_dying_is_dead_lettered(clock):
     assert (row.status, row.attempts) == (WorkStatus.DEAD_LETTERED, POLICY.max_attempts + 1)
     assert row.error_code == "worker_lost"
     assert runs_of(row) == 0, "a row past its attempts is not run again"
+
+
+@pytest.mark.django_db
+def test_without_the_re_lock_a_batch_with_a_row_taken_over_is_redone_without_it(clock):
+    """The done mark finds the row another worker took over: the batch rolls back, each
+    item it had kept is dropped, and it runs again without that row, whose work never
+    commits twice."""
+    rows = make_rows(clock, 4)
+    queue = make_queue(relock=False)
+    token, items = queue.claim()
+    clock.advance(seconds=61)
+    # Another worker takes one row over (the others' leases are renewed by hand).
+    Event.objects.exclude(pk=rows[1].pk).update(
+        lease_expires_at=clock.current + dt.timedelta(seconds=60)
+    )
+    other_token, [taken] = queue.claim()
+    assert taken.pk == rows[1].pk
+
+    work = CountingWork()
+    with CaptureQueriesContext(connection) as captured:
+        outcome = queue.run(token=token, items=items, work=work)
+    assert (sorted(outcome.processed), outcome.skipped) == (
+        sorted(row.pk for row in rows if row.pk != taken.pk),
+        1,
+    )
+    assert sorted(work.dropped_ids) == sorted(row.pk for row in rows)  # the first pass
+    assert [runs_of(row) for row in rows] == [1, 0, 1, 1]
+    # No re-lock: the first pass's done mark checks the claim (the rows locked after it are
+    # the renewal of the ones still held).
+    statements = [query["sql"] for query in captured.captured_queries]
+    checked = next(n for n, sql in enumerate(statements) if "v.token" in sql)
+    assert not any("FOR UPDATE" in sql for sql in statements[:checked])
+    taken.refresh_from_db()
+    assert (taken.status, taken.claim_token) == (WorkStatus.PROCESSING, other_token)
+
+    assert queue.run(token=other_token, items=[taken], work=CountingWork()).processed == [taken.pk]
+    assert [runs_of(row) for row in rows] == [1, 1, 1, 1]
+
+
+@pytest.mark.django_db
+def test_without_the_re_lock_the_rows_still_held_get_a_fresh_lease_before_the_rerun(clock):
+    """The lease ran out for the whole batch: what another worker has not taken yet is
+    renewed before the batch runs again, so it cannot be taken over meanwhile."""
+    rows = make_rows(clock, 3)
+    queue = make_queue(relock=False, batch_size=1)
+    token, items = queue.claim(limit=3)
+    clock.advance(seconds=61)
+    _, [taken] = queue.claim()  # one row only: the others' leases ran out too
+    seen: list[list[uuid.UUID]] = []
+
+    class Watching(CountingWork):
+        def begin(self, items: list[Event]) -> None:
+            seen.append([item.pk for item in items])
+            if len(seen) == 2:  # the rerun: its rows are renewed, none can be taken
+                assert queue.claim()[1] == []
+
+    outcome = queue.run(token=token, items=items, work=Watching())
+    assert (len(outcome.processed), outcome.skipped) == (2, 1)
+    assert [len(each) for each in seen] == [3, 2]
+    assert [runs_of(row) for row in rows].count(1) == 2
+    assert runs_of(Event.objects.get(pk=taken.pk)) == 0
+
+
+@pytest.mark.django_db
+def test_without_the_re_lock_a_failure_of_a_row_taken_over_is_not_recorded(clock):
+    [row] = make_rows(clock, 1)
+    queue = make_queue(relock=False)
+    token, items = queue.claim()
+    clock.advance(seconds=61)
+    other_token, _ = queue.claim()
+    outcome = queue.run(token=token, items=items, work=CountingWork(fail=lambda item: WorkError()))
+    assert (outcome.failed, outcome.skipped, outcome.processed) == (0, 1, [])
+    row.refresh_from_db()
+    assert (row.status, row.claim_token, runs_of(row)) == (WorkStatus.PROCESSING, other_token, 0)
 
 
 # --- outcomes ---
