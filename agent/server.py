@@ -32,6 +32,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from agent.catalog import catalog
 from agent.services import tool_call_perform
 from tenancy.access import KeyRecord
+from tenancy.ratelimit import RateDecision
 
 T = TypeVar("T")
 
@@ -79,10 +80,11 @@ class Jobs:
 
 @dataclass(frozen=True)
 class CallScope:
-    """What the handlers of one HTTP request need: its key, the request (for the tool's
-    REST call) and the queue of work for the request's thread."""
+    """What the handlers of one HTTP request need: its key and rate limit decision, the
+    request (for the tool's REST call) and the queue of work for the request's thread."""
 
     key: KeyRecord
+    rate_limit: RateDecision | None
     request: HttpRequest
     jobs: Jobs = field(default_factory=Jobs)
 
@@ -115,6 +117,7 @@ async def _call_tool(
             name=params.name,
             arguments=params.arguments,
             key=call.key,
+            rate_limit=call.rate_limit,
             outer=call.request,
         ),
     )
