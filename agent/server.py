@@ -157,6 +157,10 @@ def server_build() -> Server[Any]:
 
 ResponseParts = tuple[int, list[tuple[bytes, bytes]], bytes]
 
+# Callers present API keys, not cookies, and Django checks ALLOWED_HOSTS. Read-only to the
+# SDK, so one serves every request's manager.
+_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
 _server: Server[Any] | None = None
 _local = threading.local()
 
@@ -238,8 +242,7 @@ async def _exchange(scope: dict[str, Any], body: bytes) -> ResponseParts:
             app=_shared_server(),
             json_response=True,
             stateless=True,
-            # Callers present API keys, not cookies, and Django checks ALLOWED_HOSTS.
-            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            security_settings=_SECURITY,
         )
         async with manager.run():
             await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
