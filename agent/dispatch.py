@@ -10,7 +10,8 @@ header are renamed to `project_id`, the argument that stood for it.
 
 The `/mcp` request has already authenticated the key and counted the call against its
 rate limit; the inner request carries that (`request_settle`, an attribute no client can
-set), so the endpoint neither looks the key up again nor counts the call twice.
+set), so the endpoint neither looks the key up again nor counts the call twice. A routed
+tool hands over the project it checked as well.
 """
 
 import io
