@@ -2,11 +2,16 @@
 
 A tool call becomes the request a REST client would send (method, path, query string,
 JSON body, the caller's own `Authorization` header and `project_id` as the project
-header), handed to the view that path resolves to. Authentication, the project, scope,
-grant and role checks, validation, the service and the answer are all the endpoint's own;
-this module only splits the flat arguments into those parts and reads the answer back:
-`data` (and a list's `metadata`) on success, the `error` object otherwise. Issues about
-the project header are renamed to `project_id`, the argument that stood for it.
+header), handed to the view that path resolves to. The project, scope, grant and role
+checks, validation, the service and the answer are all the endpoint's own; this module
+only splits the flat arguments into those parts and reads the answer back: `data` (and a
+list's `metadata`) on success, the `error` object otherwise. Issues about the project
+header are renamed to `project_id`, the argument that stood for it.
+
+The `/mcp` request has already authenticated the key and counted the call against its
+rate limit; the inner request carries that (`request_settle`, an attribute no client can
+set), so the endpoint neither looks the key up again nor counts the call twice. A routed
+tool hands over the project it checked as well.
 """
 
 import io
@@ -29,8 +34,11 @@ from agent.schemas import path_arguments, query_arguments
 from config.agenttools import AgentTool
 from config.api.errors import Issue, NotFound, ServiceError, ValidationFailed
 from config.api.exceptions import error_body_for
-from tenancy.access import KeyRecord
+from tenancy.access import Access, KeyRecord
+from tenancy.api.authentication import Settled, request_settle
 from tenancy.api.permissions import PROJECT_HEADER_NAME, project_access, project_id_selected
+from tenancy.models import Project
+from tenancy.ratelimit import RateDecision
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +79,8 @@ class _Request:
     query: dict[str, str]
     body: dict[str, Any] | None
     project_id: str | None
+    # The project `project_id` names and the key's access to it, when already checked.
+    checked: tuple[Project, Access] | None = None
 
 
 def _scalar(name: str, value: Any) -> str:
@@ -139,7 +149,9 @@ def _split(tool: AgentTool, arguments: dict[str, Any]) -> _Request:
     return _Request(path=path, query=query, body=body, project_id=project_id)
 
 
-def _inner_request(outer: HttpRequest, method: str, call: _Request) -> WSGIRequest:
+def _inner_request(
+    outer: HttpRequest, method: str, call: _Request, settled: Settled
+) -> WSGIRequest:
     # `allow_nan` keeps a NaN an agent sent as the `NaN` REST would refuse, not a null.
     body = b"" if call.body is None else json.dumps(call.body, allow_nan=True).encode()
     meta = outer.META
@@ -164,7 +176,9 @@ def _inner_request(outer: HttpRequest, method: str, call: _Request) -> WSGIReque
         environ["CONTENT_LENGTH"] = str(len(body))
     if call.project_id is not None:
         environ["HTTP_X_SERVICE_PROJECT_ID"] = call.project_id
-    return WSGIRequest(environ)
+    request = WSGIRequest(environ)
+    request_settle(request, settled)
+    return request
 
 
 def _answer(response: HttpResponseBase) -> tuple[int, Any]:
@@ -203,6 +217,7 @@ def _routed(catalog: Catalog, tool: AgentTool, key: KeyRecord, call: _Request) -
         query=call.query,
         body=call.body,
         project_id=call.project_id,
+        checked=(project, access),
     )
 
 
@@ -212,9 +227,12 @@ def tool_run(
     name: str,
     arguments: dict[str, Any] | None,
     key: KeyRecord,
+    rate_limit: RateDecision | None,
     outer: HttpRequest,
 ) -> ToolOutcome:
-    """Runs one tool call as its REST request and reads the answer back."""
+    """Runs one tool call as its REST request and reads the answer back. `key` and
+    `rate_limit` are what the `/mcp` request decided (the key authenticated, the call
+    counted); the REST request takes them as they are."""
     tool = catalog.tools.get(name)
     if tool is None:
         return _error_outcome(NotFound(f"No tool is named `{name}`; `tools/list` names them."))
@@ -224,7 +242,9 @@ def tool_run(
         if tool.route is not None:
             call = _routed(catalog, tool, key, call)
         match = resolve(call.path)
-        response = match.func(_inner_request(outer, tool.method, call), **match.kwargs)
+        project, access = call.checked or (None, None)
+        settled = Settled(key=key, rate_limit=rate_limit, project=project, access=access)
+        response = match.func(_inner_request(outer, tool.method, call, settled), **match.kwargs)
         status, body = _answer(response)
     except Resolver404:
         return _error_outcome(NotFound("No such resource."))

@@ -32,6 +32,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from agent.catalog import catalog
 from agent.services import tool_call_perform
 from tenancy.access import KeyRecord
+from tenancy.ratelimit import RateDecision
 
 T = TypeVar("T")
 
@@ -60,9 +61,13 @@ class Jobs:
     async def run(self, function: Callable[[], T]) -> T:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self.queue.append((function, future))
+        self.wake_up()
+        return await future
+
+    def wake_up(self) -> None:
+        """Stops the loop's turn: there is work for the thread, or the answer is ready."""
         if self.wake is not None and not self.wake.done():
             self.wake.set_result(None)
-        return await future
 
     def drain(self) -> None:
         while self.queue:
@@ -79,10 +84,11 @@ class Jobs:
 
 @dataclass(frozen=True)
 class CallScope:
-    """What the handlers of one HTTP request need: its key, the request (for the tool's
-    REST call) and the queue of work for the request's thread."""
+    """What the handlers of one HTTP request need: its key and rate limit decision, the
+    request (for the tool's REST call) and the queue of work for the request's thread."""
 
     key: KeyRecord
+    rate_limit: RateDecision | None
     request: HttpRequest
     jobs: Jobs = field(default_factory=Jobs)
 
@@ -115,6 +121,7 @@ async def _call_tool(
             name=params.name,
             arguments=params.arguments,
             key=call.key,
+            rate_limit=call.rate_limit,
             outer=call.request,
         ),
     )
@@ -150,6 +157,10 @@ def server_build() -> Server[Any]:
 
 ResponseParts = tuple[int, list[tuple[bytes, bytes]], bytes]
 
+# Callers present API keys, not cookies, and Django checks ALLOWED_HOSTS. Read-only to the
+# SDK, so one serves every request's manager.
+_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
 _server: Server[Any] | None = None
 _local = threading.local()
 
@@ -175,18 +186,24 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
 
 def serve(scope: dict[str, Any], body: bytes) -> ResponseParts:
     """Serves one HTTP request on the calling thread: turns the loop until the SDK has
-    answered, running the handlers' Django work in between, while no loop runs."""
+    answered, running the handlers' Django work in between, while no loop runs.
+
+    Each turn runs until the one future `jobs.wake` is set: by a handler that queued work,
+    or by the exchange as it ends. (Waiting on the task and a future together made a
+    wrapper task and done callbacks for every turn, and anyio formats the task, callbacks
+    included, each time it cancels a scope.)"""
     call: CallScope = scope[SCOPE_KEY]
     jobs = call.jobs
     loop = _thread_loop()
+    jobs.wake = loop.create_future()
     task = loop.create_task(_exchange(scope, body))
     try:
-        while not task.done():
-            jobs.wake = loop.create_future()
-            loop.run_until_complete(
-                asyncio.wait((task, jobs.wake), return_when=asyncio.FIRST_COMPLETED)
-            )
+        while True:
+            loop.run_until_complete(jobs.wake)
             jobs.drain()
+            if task.done():
+                break
+            jobs.wake = loop.create_future()
     finally:
         if not task.done():
             task.cancel()
@@ -220,16 +237,17 @@ async def _exchange(scope: dict[str, Any], body: bytes) -> ResponseParts:
             if not message.get("more_body", False):
                 finished.set()
 
-    manager = StreamableHTTPSessionManager(
-        app=_shared_server(),
-        json_response=True,
-        stateless=True,
-        # Callers present API keys, not cookies, and Django checks ALLOWED_HOSTS.
-        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
     try:
+        manager = StreamableHTTPSessionManager(
+            app=_shared_server(),
+            json_response=True,
+            stateless=True,
+            security_settings=_SECURITY,
+        )
         async with manager.run():
             await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
     finally:
         finished.set()
+        # Answered or failed: the thread stops turning the loop (see `serve`).
+        scope[SCOPE_KEY].jobs.wake_up()
     return status, headers, b"".join(chunks)

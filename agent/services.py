@@ -14,6 +14,7 @@ from agent.dispatch import ToolOutcome, project_uuid, tool_run
 from agent.models import ToolCall
 from config import clock
 from tenancy.access import KeyRecord
+from tenancy.ratelimit import RateDecision
 
 logger = logging.getLogger(__name__)
 
@@ -65,12 +66,20 @@ def tool_call_perform(
     name: str,
     arguments: dict[str, Any] | None,
     key: KeyRecord,
+    rate_limit: RateDecision | None,
     outer: HttpRequest,
 ) -> ToolOutcome:
     """Runs a tool call and records it in the audit, whatever its outcome."""
     started_at = clock.now()
     started = time.perf_counter()
-    outcome = tool_run(catalog=catalog, name=name, arguments=arguments, key=key, outer=outer)
+    outcome = tool_run(
+        catalog=catalog,
+        name=name,
+        arguments=arguments,
+        key=key,
+        rate_limit=rate_limit,
+        outer=outer,
+    )
     duration_ms = (time.perf_counter() - started) * 1000
     raw_project = (arguments or {}).get("project_id")
     try:

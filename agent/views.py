@@ -10,7 +10,7 @@ from config.api.envelope import error_body
 from config.api.errors import Forbidden, MethodNotAllowed, RateLimited, ServiceError
 from tenancy.access import KeyRecord
 from tenancy.api.authentication import api_key_authenticate
-from tenancy.ratelimit import rate_limit_enforce
+from tenancy.ratelimit import RateDecision, rate_limit_enforce
 
 JSON = "application/json"
 # What an MCP client must accept (the SDK's own test, wildcards included).
@@ -74,13 +74,13 @@ def mcp_view(request: HttpRequest) -> HttpResponse:
         refused = _refusal(error, {"Retry-After": str(error.retry_after)})
         error.decision.apply(refused)
         return refused
-    response = _answer(request, key)
+    response = _answer(request, key, decision)
     if decision is not None:
         decision.apply(response)
     return response
 
 
-def _answer(request: HttpRequest, key: KeyRecord) -> HttpResponse:
+def _answer(request: HttpRequest, key: KeyRecord, decision: RateDecision | None) -> HttpResponse:
     if not key.is_personal:
         return _refusal(Forbidden("The MCP endpoint accepts only personal keys (`sr_user_`)."))
     if request.method != "POST":
@@ -103,7 +103,7 @@ def _answer(request: HttpRequest, key: KeyRecord) -> HttpResponse:
                 status=415,
             )
         )
-    call = CallScope(key=key, request=request)
+    call = CallScope(key=key, rate_limit=decision, request=request)
     status, headers, body = serve(_asgi_scope(request, call), request.body)
     response = HttpResponse(body, status=status, content_type=JSON)
     for name, value in headers:

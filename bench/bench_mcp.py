@@ -6,6 +6,13 @@ open first), so each client repeats that POST on its keep-alive connection: once
 2025-11-25 client after its handshake, once with the 2026-07-28 per-request envelope. The
 REST line is measured against a raw psycopg `SELECT` of the row; the MCP lines against the
 REST line (`ratio` = tool calls per REST call).
+
+Both lines are served by a server of their own whose rate limit is far above the load:
+one key makes every request, and at the default (1,000 requests per second per key) a
+quiet machine's REST line is refused in part. Refused requests (429) are not counted,
+and, while a tool call still counted twice, one whose REST call the limiter refused
+answered 200 with a cheap error result, which was: the ratio measured the limiter. The
+limiter still runs on every request of both lines.
 """
 
 from __future__ import annotations
@@ -15,10 +22,11 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from bench.harness import Context
+from bench.harness import Context, Server
 
 CLIENTS = 8
 MCP_ACCEPT = "application/json, text/event-stream"
+LIMIT = {"API_RATE_LIMIT": "1000000"}
 
 
 def _call(base_url: str, path: str, key: str, body: Any, headers: dict[str, str]) -> Any:
@@ -44,8 +52,18 @@ def _tool_call(arguments: dict[str, Any], *, modern: bool) -> dict[str, Any]:
 
 def run(ctx: Context) -> Iterator[dict[str, Any]]:
     keys = ctx.keys()
+    server = Server(ctx.settings)
+    server.env.update(LIMIT)
+    server.start()
+    try:
+        yield from _measure(ctx, server, keys)
+    finally:
+        server.stop()
+
+
+def _measure(ctx: Context, server: Server, keys: dict[str, Any]) -> Iterator[dict[str, Any]]:
     key, project_id = keys["keys"]["personal"], keys["project_id"]
-    base_url = ctx.server().base_url
+    base_url = server.base_url
     project = {"X-Service-Project-Id": project_id}
     contact = _call(base_url, "/contacts/upsert", key, {"email": "mcp@bench.example.com"}, project)[
         "data"
@@ -70,7 +88,9 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         if answer.get("isError") or answer.get("structuredContent") != rest:
             raise RuntimeError(f"contacts_get ({name}) answered unexpectedly: {answer}")
 
-    measured_rest = ctx.http(rest_path, key=key, project=project_id, concurrency=CLIENTS)
+    measured_rest = ctx.http(
+        rest_path, key=key, project=project_id, concurrency=CLIENTS, server=server
+    )
     baseline = ctx.sql(
         "SELECT * FROM contacts_contact WHERE id = %s AND project_id = %s AND deleted_at IS NULL",
         (contact["id"], project_id),
@@ -79,6 +99,12 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
     yield ctx.result(f"contacts_get_c{CLIENTS}", measured_rest, baseline)
     for name, (headers, body) in variants.items():
         measured = ctx.http(
-            "/mcp", method="POST", key=key, body=body, headers=headers, concurrency=CLIENTS
+            "/mcp",
+            method="POST",
+            key=key,
+            body=body,
+            headers=headers,
+            concurrency=CLIENTS,
+            server=server,
         )
         yield ctx.result(f"mcp_contacts_get_{name}_c{CLIENTS}", measured, measured_rest)

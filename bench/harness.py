@@ -276,8 +276,10 @@ class Context:
         headers: dict[str, str] | None = None,
         duration: float | None = None,
         requests: int | None = None,
+        server: Server | None = None,
     ) -> Measurement:
-        """`concurrency` keep-alive clients hitting the server for a duration or a count."""
+        """`concurrency` keep-alive clients hitting the server (or another one a bench
+        started, `server`) for a duration or a count."""
         all_headers = dict(headers or {})
         if key is not None:
             all_headers["Authorization"] = f"Bearer {key}"
@@ -287,9 +289,8 @@ class Context:
         if body is not None:
             raw = json.dumps(body).encode()
             all_headers.setdefault("Content-Type", "application/json")
-        spec = HttpSpec.build(
-            self.server().base_url, path, method=method, headers=all_headers, body=raw
-        )
+        base_url = (server or self.server()).base_url
+        spec = HttpSpec.build(base_url, path, method=method, headers=all_headers, body=raw)
         return self._run(spec, concurrency, duration, requests)
 
     def sql(

@@ -25,6 +25,9 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     # Event ingest is the hottest path: first, so resolving it tries the fewest patterns.
     path("", include("events.api.urls")),
+    # The agent interface, MCP over Streamable HTTP: one path that every agent call takes
+    # (near the end it tried over a hundred patterns first, 50 µs a call).
+    path("", include("agent.urls")),
     path("", include("tenancy.api.urls")),
     path("", include("contacts.api.urls")),
     path("", include("contacts.audiences.api.urls")),
@@ -37,8 +40,6 @@ urlpatterns = [
     path("", include("messaging.webhooks.urls")),
     path("", include("automations.api.urls")),
     path("", include("imports.api.urls")),
-    # The agent interface: MCP over Streamable HTTP.
-    path("", include("agent.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

@@ -1,15 +1,60 @@
 """Bearer API key authentication."""
 
+from dataclasses import dataclass
 from typing import Any
 
+from django.http import HttpRequest
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
 from config.api.errors import RateLimited, Unauthenticated
-from tenancy.access import INTEGRATION_PREFIX, KeyRecord
-from tenancy.ratelimit import rate_limit_enforce
+from tenancy.access import INTEGRATION_PREFIX, Access, KeyRecord
+from tenancy.models import Project
+from tenancy.ratelimit import RateDecision, rate_limit_enforce
 from tenancy.selectors import api_key_record_get
 from tenancy.services import api_key_touch
+
+# The attribute of an HttpRequest the process made itself that says who makes it. An
+# attribute, not a header: nothing a client sends ends up there.
+_SETTLED = "settled_by_server"
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What the request that carries an in-process request already decided: its key
+    (authenticated and counted against the rate limit there, with that decision) and, when
+    it checked one, the project and the key's access to it."""
+
+    key: KeyRecord
+    rate_limit: RateDecision | None
+    project: Project | None = None
+    access: Access | None = None
+
+
+def request_settle(request: HttpRequest, settled: Settled) -> None:
+    """Marks a request built inside the process (an agent tool's REST call) as made with
+    what its carrier already decided, so the view neither authenticates the key again nor
+    counts the call a second time against its rate limit."""
+    setattr(request, _SETTLED, settled)
+
+
+def request_settled(request: HttpRequest) -> Settled | None:
+    """What `request_settle` recorded on `request`; None for every request from a client."""
+    settled = getattr(request, _SETTLED, None)
+    return settled if isinstance(settled, Settled) else None
+
+
+def settled_project(
+    request: HttpRequest, *, key: KeyRecord, project_id: str
+) -> tuple[Project, Access] | None:
+    """The project and access the carrier of `request` checked, when it checked this
+    project for this key; None otherwise (the view checks it itself)."""
+    settled = request_settled(request)
+    if settled is None or settled.project is None or settled.access is None:
+        return None
+    if settled.access.key != key or settled.access.project_id != project_id:
+        return None
+    return settled.project, settled.access
 
 
 def api_key_authenticate(authorization: str) -> KeyRecord:
@@ -31,9 +76,14 @@ class ApiKeyAuthentication(BaseAuthentication):
     """`Authorization: Bearer sr_…`. Sets `request.auth` to the key's KeyRecord, then
     counts the request against the key's rate limit: only a known key is limited, so an
     unknown one is 401 however fast it comes. The decision rides on the request for the
-    RateLimit headers (ProjectView.finalize_response)."""
+    RateLimit headers (ProjectView.finalize_response). A request the process made itself
+    for one it is serving (`request_settle`) takes that request's key and decision."""
 
     def authenticate(self, request: Request) -> tuple[Any, KeyRecord]:
+        settled = request_settled(request._request)
+        if settled is not None:
+            request._request.rate_limit = settled.rate_limit  # type: ignore[attr-defined]
+            return None, settled.key
         record = api_key_authenticate(request.META.get("HTTP_AUTHORIZATION", ""))
         try:
             decision = rate_limit_enforce(record)

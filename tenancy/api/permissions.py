@@ -9,6 +9,7 @@ from rest_framework.request import Request
 
 from config.api.errors import Forbidden, ProjectRequired, Unauthenticated, ValidationFailed
 from tenancy.access import Access, KeyRecord
+from tenancy.api.authentication import settled_project
 from tenancy.models import Project
 from tenancy.selectors import access_resolve, project_get
 
@@ -69,7 +70,10 @@ class HasProjectAccess(BasePermission):
             raise Forbidden("Personal keys must use prepare and execute for this action.")
         if not getattr(view, "project_scoped", True):
             return True
-        project, access = project_access(key=key, project_id=selected_project_id(request, key))
+        project_id = selected_project_id(request, key)
+        # A request the process made for one it serves may carry that one's check.
+        checked = settled_project(request._request, key=key, project_id=project_id)
+        project, access = checked or project_access(key=key, project_id=project_id)
         request.project = project  # type: ignore[attr-defined]
         request.access = access  # type: ignore[attr-defined]
         scope = view.required_scope(request.method) if hasattr(view, "required_scope") else None

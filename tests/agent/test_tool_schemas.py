@@ -157,6 +157,7 @@ def test_a_routed_tool_calls_the_path_its_operation_names(world, extra_tools):
         name="widget_lookup",
         arguments={"project_id": str(world.project.id), "email": "ada@example.com"},
         key=key,
+        rate_limit=None,
         outer=outer,
     )
     elsewhere = tool_run(
@@ -164,6 +165,7 @@ def test_a_routed_tool_calls_the_path_its_operation_names(world, extra_tools):
         name="widget_lookup",
         arguments={"project_id": str(world.foreign_project.id), "email": "ada@example.com"},
         key=key,
+        rate_limit=None,
         outer=outer,
     )
 
