@@ -17,8 +17,8 @@ from typing import Any
 import bench
 from bench.harness import RESULTS_DIR, Context, log
 
-# The whole run stops by itself: a hung server or client cannot keep it going.
-RUN_TIMEOUT_SECONDS = int(os.environ.get("BENCH_TIMEOUT", "600"))
+# Each benchmark stops by itself: a hung server or client cannot keep the run going.
+BENCH_TIMEOUT_SECONDS = int(os.environ.get("BENCH_TIMEOUT", "900"))
 # Every line carries these, in this order (null where a benchmark measures no such
 # figure, e.g. a worker's memory); what else a benchmark reports follows them.
 FIELDS = ("name", "ops_per_s", "p50_ms", "p95_ms", "p99_ms", "baseline_ops_per_s", "ratio")
@@ -29,6 +29,10 @@ def line_shaped(result: dict[str, Any]) -> dict[str, Any]:
 
 
 class Stop(Exception):
+    pass
+
+
+class TimedOut(Exception):
     pass
 
 
@@ -60,11 +64,12 @@ def main() -> int:
         names = wanted
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGALRM:
+            raise TimedOut(f"over {BENCH_TIMEOUT_SECONDS} s (BENCH_TIMEOUT)")
         raise Stop(signal.Signals(signum).name)
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
         signal.signal(signum, on_signal)
-    signal.alarm(RUN_TIMEOUT_SECONDS)
 
     ctx = Context()
     if args.duration:
@@ -76,6 +81,7 @@ def main() -> int:
         with Path(out_path).open("w") as out:
             for name in names:
                 log(f"running {name}")
+                signal.alarm(BENCH_TIMEOUT_SECONDS)
                 module = importlib.import_module(f"bench.bench_{name}")
                 try:
                     for result in module.run(ctx):
@@ -84,9 +90,14 @@ def main() -> int:
                         out.write(line + "\n")
                 except Stop:
                     raise
+                except TimedOut as exc:
+                    failed = True
+                    log(f"{name} stopped: {exc}")
                 except Exception as exc:
                     failed = True
                     log(f"{name} failed: {exc!r}")
+                finally:
+                    signal.alarm(0)
     except Stop as stop:
         log(f"stopped ({stop})")
         failed = True
