@@ -5,7 +5,8 @@ An MCP client of this stateless server sends each call as one `POST /mcp` (no se
 open first), so each client repeats that POST on its keep-alive connection: once as a
 2025-11-25 client after its handshake, once with the 2026-07-28 per-request envelope. The
 REST line is measured against a raw psycopg `SELECT` of the row; the MCP lines against the
-REST line (`ratio` = tool calls per REST call).
+REST line (`ratio` = tool calls per REST call, the median of the rounds' ratios; see
+ROUNDS).
 
 Both lines are served by a server of their own whose rate limit is far above the load:
 one key makes every request, and at the default (1,000 requests per second per key) a
@@ -18,15 +19,24 @@ limiter still runs on every request of both lines.
 from __future__ import annotations
 
 import json
+import os
+import statistics
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from bench.harness import Context, Server
+from bench.harness import Context, Server, log
+from bench.loadgen import Measurement
 
 CLIENTS = 8
 MCP_ACCEPT = "application/json, text/event-stream"
 LIMIT = {"API_RATE_LIMIT": "1000000"}
+# A round is one turn of REST and of each MCP client, back to back, each round starting
+# with the next of the three. A turn on two shared cores moves by up to 30 % from one to
+# the next: each round's ratios compare turns seconds apart, and the ratio reported is the
+# median of the rounds'.
+ROUNDS = int(os.environ.get("BENCH_MCP_ROUNDS", "6"))
+TURN_SECONDS = float(os.environ.get("BENCH_MCP_TURN", "3"))
 
 
 def _call(base_url: str, path: str, key: str, body: Any, headers: dict[str, str]) -> Any:
@@ -88,23 +98,63 @@ def _measure(ctx: Context, server: Server, keys: dict[str, Any]) -> Iterator[dic
         if answer.get("isError") or answer.get("structuredContent") != rest:
             raise RuntimeError(f"contacts_get ({name}) answered unexpectedly: {answer}")
 
-    measured_rest = ctx.http(
-        rest_path, key=key, project=project_id, concurrency=CLIENTS, server=server
-    )
-    baseline = ctx.sql(
-        "SELECT * FROM contacts_contact WHERE id = %s AND project_id = %s AND deleted_at IS NULL",
-        (contact["id"], project_id),
-        concurrency=CLIENTS,
-    )
-    yield ctx.result(f"contacts_get_c{CLIENTS}", measured_rest, baseline)
-    for name, (headers, body) in variants.items():
-        measured = ctx.http(
+    def turn(name: str, seconds: float = TURN_SECONDS) -> Measurement:
+        if name == "rest":
+            return ctx.http(
+                rest_path,
+                key=key,
+                project=project_id,
+                concurrency=CLIENTS,
+                duration=seconds,
+                server=server,
+            )
+        headers, body = variants[name]
+        return ctx.http(
             "/mcp",
             method="POST",
             key=key,
             body=body,
             headers=headers,
             concurrency=CLIENTS,
+            duration=seconds,
             server=server,
         )
-        yield ctx.result(f"mcp_contacts_get_{name}_c{CLIENTS}", measured, measured_rest)
+
+    names = ["rest", *variants]
+    # Every worker connected and warm before anything counts.
+    for name in names:
+        turn(name, 1.0)
+    measured: dict[str, list[Measurement]] = {name: [] for name in names}
+    for round_ in range(ROUNDS):
+        # Each round starts with another of the three.
+        for name in names[round_ % 3 :] + names[: round_ % 3]:
+            measured[name].append(turn(name))
+    rest = _merged(measured["rest"])
+    baseline = ctx.sql(
+        "SELECT * FROM contacts_contact WHERE id = %s AND project_id = %s AND deleted_at IS NULL",
+        (contact["id"], project_id),
+        concurrency=CLIENTS,
+    )
+    yield ctx.result(f"contacts_get_c{CLIENTS}", rest, baseline)
+    for name in variants:
+        rounds = [
+            tool.ops_per_s / call.ops_per_s
+            for tool, call in zip(measured[name], measured["rest"], strict=True)
+            if call.ops_per_s
+        ]
+        log(f"mcp {name} / REST by round: " + ", ".join(f"{value:.3f}" for value in rounds))
+        line = ctx.result(f"mcp_contacts_get_{name}_c{CLIENTS}", _merged(measured[name]), rest)
+        line["ratio_of_means"] = line["ratio"]
+        line["ratio"] = round(statistics.median(rounds), 4) if rounds else None
+        line["round_ratios"] = [round(value, 4) for value in rounds]
+        yield line
+
+
+def _merged(turns: list[Measurement]) -> Measurement:
+    """The turns as one measurement: all latencies over the turns' summed seconds."""
+    return Measurement(
+        latencies=[latency for turn in turns for latency in turn.latencies],
+        seconds=sum(turn.seconds for turn in turns),
+        errors=sum(turn.errors for turn in turns),
+        concurrency=CLIENTS,
+    )
