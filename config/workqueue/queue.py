@@ -56,6 +56,17 @@ class BatchOutcome:
     next_retry_at: dt.datetime | None = None
 
 
+# What a done row's kit columns become.
+_DONE_COLUMNS: dict[str, Any] = {
+    "status": WorkStatus.PROCESSED.value,
+    "claim_token": None,
+    "lease_expires_at": None,
+    "next_attempt_at": None,
+    "last_error": "",
+    "error_code": "",
+}
+
+
 class PerItem:
     """A column value that differs from row to row in the bulk update of done rows."""
 
@@ -331,6 +342,42 @@ class WorkQueue(Generic[T]):
             self.wake_later(countdown=(outcome.next_retry_at - clock.now()).total_seconds())
         return outcome
 
+    def complete(self, *, token: uuid.UUID, items: list[T], work: BatchWork[T]) -> BatchOutcome:
+        """Records claimed rows whose work already happened outside the database (a
+        notification the provider accepted) as done: for a batch where `run` would have
+        nothing left to do per item, so no item can fail. Only `work.finish` and
+        `work.done_values` are used.
+
+        On PostgreSQL one conditional update marks done the rows this claim still holds
+        and names them, then `finish` writes for exactly those in the same transaction:
+        one statement where `run` locks the rows, checks them, opens a savepoint and then
+        updates them. Rows another worker took over (the lease ran out) are skipped, as in
+        `run`; a row is done however many attempts it took, since its work did happen."""
+        outcome = BatchOutcome(claimed=len(items))
+        if not items:
+            return outcome
+        with transaction.atomic():
+            columns = {**_DONE_COLUMNS, **work.done_values(items)}
+            if self._in_one_update(columns):
+                held = self._record_done_postgresql(items=items, columns=columns, token=token)
+                done = [item for item in items if item.pk in held]
+                if done:
+                    work.finish(done)
+            else:
+                held = set(
+                    self._rows.select_for_update()
+                    .filter(pk__in=[item.pk for item in items], claim_token=token)
+                    .values_list("pk", flat=True)
+                )
+                done = [item for item in items if item.pk in held]
+                if done:
+                    work.finish(done)
+                    self._record_done(token=token, items=done, values=work.done_values(done))
+            outcome.skipped = len(items) - len(done)
+        outcome.processed.extend(item.pk for item in done)
+        work_outcomes_count(self.label, done=len(done), retried=0, dead_lettered=0)
+        return outcome
+
     def _run_together(self, items: list[T], work: BatchWork[T]) -> list[T] | None:
         """Every item in one savepoint; None (and nothing kept) when one of them raised."""
         try:
@@ -365,18 +412,8 @@ class WorkQueue(Generic[T]):
         return done
 
     def _record_done(self, *, token: uuid.UUID, items: list[T], values: dict[str, Any]) -> None:
-        columns: dict[str, Any] = {
-            "status": WorkStatus.PROCESSED.value,
-            "claim_token": None,
-            "lease_expires_at": None,
-            "next_attempt_at": None,
-            "last_error": "",
-            "error_code": "",
-            **values,
-        }
-        if connection.vendor == "postgresql" and not any(
-            hasattr(value, "resolve_expression") for value in columns.values()
-        ):
+        columns: dict[str, Any] = {**_DONE_COLUMNS, **values}
+        if self._in_one_update(columns):
             self._record_done_postgresql(items=items, columns=columns)
             return
         for name, value in columns.items():
@@ -386,10 +423,22 @@ class WorkQueue(Generic[T]):
             pk__in=[item.pk for item in items], status=WorkStatus.PROCESSING, claim_token=token
         ).update(**columns)
 
-    def _record_done_postgresql(self, *, items: list[T], columns: dict[str, Any]) -> None:
+    @staticmethod
+    def _in_one_update(columns: dict[str, Any]) -> bool:
+        """Whether `_record_done_postgresql` can write `columns` (values and `PerItem`s)."""
+        return connection.vendor == "postgresql" and not any(
+            hasattr(value, "resolve_expression") for value in columns.values()
+        )
+
+    def _record_done_postgresql(
+        self, *, items: list[T], columns: dict[str, Any], token: uuid.UUID | None = None
+    ) -> set[Any]:
         """One UPDATE ... FROM unnest(...): per-row values travel as arrays, so the
         statement is the same size for any batch (a CASE per column grows with it, and
-        building it cost more than the rest of the batch's bookkeeping)."""
+        building it cost more than the rest of the batch's bookkeeping).
+
+        With `token`, only the rows that claim still holds are updated; returns the keys
+        of the rows updated (with `token`; else an empty set)."""
         meta, quote = self.model._meta, connection.ops.quote_name
         pk = meta.pk
         assert pk is not None
@@ -422,8 +471,19 @@ class WorkQueue(Generic[T]):
             f"FROM unnest({', '.join(arrays)}) AS v({', '.join(names)}) "
             f"WHERE {table}.{quote(pk.column)} = v.pk"
         )
+        params = [*set_params, *array_params]
+        if token is not None:
+            # Held by this claim: a row carries a claim token only while that claim holds
+            # it (claiming sets a new one, every outcome clears it), so the token alone
+            # says so, and the status filter that could mislead the planner is not needed.
+            sql += (
+                f" AND {table}.{quote(self._column('claim_token'))} = %s"
+                f" RETURNING {table}.{quote(pk.column)}"
+            )
+            params.append(token)
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*set_params, *array_params])
+            cursor.execute(sql, params)
+            return {row[0] for row in cursor.fetchall()} if token is not None else set()
 
     def _per_item(self, name: str, value: PerItem) -> Case:
         column = self.model._meta.get_field(name)

@@ -305,7 +305,9 @@ class _Recorder:
         if not self.pending:
             return
         chunk, self.pending = self.pending, []
-        PUSH_QUEUE.run(token=self.token, items=chunk, work=_Outcomes(self.results))
+        # Every one of them was sent: one conditional update marks the ones this claim
+        # still holds, and their events are written with it.
+        PUSH_QUEUE.complete(token=self.token, items=chunk, work=_Outcomes(self.results))
         self.message_ids.update(item.message_id for item in chunk)
 
     def roll_up(self, more: Iterable[Any] = ()) -> None:

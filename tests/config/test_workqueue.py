@@ -544,3 +544,50 @@ def test_writes_gathered_in_the_optimistic_pass_are_made_at_its_end_and_redone_i
     assert calls == ["together:4", "alone", "alone", "alone", "alone"]
     emails = Event.objects.filter(pk__in=[row.pk for row in rows]).values_list("email", flat=True)
     assert sorted(emails) == ["alone-0", "alone-1", "alone-2", "alone-3"]
+
+
+class FinishedWork(BatchWork[Event]):
+    """Work done before the rows are recorded: only its aggregate write and columns."""
+
+    def __init__(self) -> None:
+        self.finished: list[uuid.UUID] = []
+
+    def finish(self, items: list[Event]) -> None:
+        self.finished.extend(item.pk for item in items)
+        Event.objects.filter(pk__in=[item.pk for item in items]).update(email="announced")
+
+    def done_values(self, items: list[Event]) -> dict[str, Any]:
+        return {"external_id": PerItem({item.pk: f"done-{item.payload['n']}" for item in items})}
+
+
+@pytest.mark.django_db
+def test_complete_records_the_rows_its_claim_holds_in_one_statement(clock):
+    rows = make_rows(clock, 3)
+    queue = make_queue()
+    slow_token, slow_items = queue.claim(limit=2)
+    token, items = queue.claim()
+    # The first claim's lease ran out and another worker took its first row over.
+    taken_token = uuid.uuid4()
+    Event.objects.filter(pk=rows[0].pk).update(attempts=2, claim_token=taken_token)
+
+    work = FinishedWork()
+    with CaptureQueriesContext(connection) as captured:
+        outcome = queue.complete(token=slow_token, items=slow_items, work=work)
+    assert (outcome.processed, outcome.skipped) == ([rows[1].pk], 1)
+    assert work.finished == [rows[1].pk]
+    statements = [q["sql"].split()[0] for q in captured.captured_queries]
+    if connection.vendor == "postgresql":
+        # One to mark the rows held and name them, one for the work's own write; no lock
+        # taken first and no savepoint but the transaction's own (the test's is outside).
+        assert statements == ["SAVEPOINT", "UPDATE", "UPDATE", "RELEASE"]
+
+    queue.complete(token=token, items=items, work=work)
+    states = {
+        row.pk: (row.status, row.external_id, row.email, row.claim_token)
+        for row in Event.objects.filter(pk__in=[row.pk for row in rows])
+    }
+    assert states == {
+        rows[0].pk: (WorkStatus.PROCESSING, None, None, taken_token),
+        rows[1].pk: (WorkStatus.PROCESSED, "done-1", "announced", None),
+        rows[2].pk: (WorkStatus.PROCESSED, "done-2", "announced", None),
+    }
