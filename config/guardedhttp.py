@@ -16,6 +16,8 @@ from typing import Any
 
 import httpcore
 import httpx
+import orjson
+from httpx._transports.default import map_httpcore_exceptions
 
 from config import netguard
 
@@ -104,7 +106,7 @@ class GuardedClient:
         self.http = httpx.Client(
             transport=transport, timeout=timeout, follow_redirects=False, trust_env=False
         )
-        self._transport = transport
+        self._pool = transport._pool
         self._timeout = httpx.Timeout(timeout).as_dict()
 
     def checked(self, url: str) -> str:
@@ -143,25 +145,63 @@ class GuardedClient:
 
     def post(
         self, url: httpx.URL, *, headers: list[tuple[bytes, bytes]], content: bytes
-    ) -> httpx.Response:
-        """POSTs `content` to `url` (from `checked_url` or `at`) straight through the
-        pinned transport, read in full: the client's timeout and no redirects, as with
+    ) -> "Answer":
+        """POSTs `content` to `url` (from `checked_url` or `at`) straight into the pinned
+        connection pool, read in full: the client's timeout and no redirects, as with
         `http.post`, without the client's per-request layers (cookies, auth, event hooks,
-        redirect handling, default headers), which a provider API call does not use.
+        redirect handling, default headers) and without httpx's request and response
+        models, which a provider API call does not use. Adds Host and Content-Length.
         Raises httpx errors as `http.post` does."""
-        request = httpx.Request(
-            "POST", url, headers=headers, content=content, extensions={"timeout": self._timeout}
+        request = httpcore.Request(
+            b"POST",
+            httpcore.URL(
+                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+            ),
+            headers=[
+                (b"host", url.netloc),
+                *headers,
+                (b"content-length", str(len(content)).encode()),
+            ],
+            content=content,
+            extensions={"timeout": self._timeout},
         )
-        response = self._transport.handle_request(request)
-        response.request = request
-        try:
-            response.read()
-        finally:
-            response.close()
-        return response
+        with map_httpcore_exceptions():
+            response = self._pool.handle_request(request)
+            try:
+                body = response.read()
+            finally:
+                response.close()
+        return Answer(response.status, response.headers, body)
 
     def close(self) -> None:
         self.http.close()
 
 
 _PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._~-]*")
+
+
+class Answer:
+    """A response to `GuardedClient.post`, read in full: the status, the header lines as
+    received, the body."""
+
+    __slots__ = ("content", "raw_headers", "status_code")
+
+    def __init__(self, status_code: int, raw_headers: list[tuple[bytes, bytes]], content: bytes):
+        self.status_code = status_code
+        self.raw_headers = raw_headers
+        if any(name.lower() == b"content-encoding" for name, _ in raw_headers):
+            # Not asked for (no Accept-Encoding is sent), but decoded as httpx would.
+            content = httpx.Response(status_code, headers=raw_headers, content=content).read()
+        self.content = content
+
+    def header(self, name: str) -> str | None:
+        """The first value of header `name` (lower case), or None."""
+        wanted = name.encode()
+        for key, value in self.raw_headers:
+            if key.lower() == wanted:
+                return value.decode("latin-1")
+        return None
+
+    def json(self) -> Any:
+        """The body parsed as JSON; raises ValueError when it is not."""
+        return orjson.loads(self.content)

@@ -16,6 +16,7 @@ import jwt
 import orjson
 from django.conf import settings
 
+from config.guardedhttp import Answer
 from pushproviders.models import ApnsEnvironment
 from pushproviders.readiness import ApnsCredentials
 from pushproviders.transports.base import (
@@ -178,7 +179,7 @@ class ApnsTransport:
 
     def _post(
         self, url: httpx.URL, body: bytes, headers: list[tuple[bytes, bytes]], token: str
-    ) -> httpx.Response:
+    ) -> Answer:
         if self._authorization[0] != token:
             self._authorization = (token, f"bearer {token}".encode())
         with provider_reached(PROVIDER):
@@ -193,10 +194,10 @@ class ApnsTransport:
             )
 
     @staticmethod
-    def _outcome(response: httpx.Response, sent_id: str) -> str:
+    def _outcome(response: Answer, sent_id: str) -> str:
         status = response.status_code
         if status == httpx.codes.OK:
-            return response.headers.get("apns-id") or sent_id
+            return response.header("apns-id") or sent_id
         reason = _reason(response)
         said = f"APNs answered {status} {reason}".rstrip() + "."
         if status == httpx.codes.GONE or (
@@ -204,7 +205,7 @@ class ApnsTransport:
         ):
             code = "apns_unregistered" if status == httpx.codes.GONE else "apns_bad_device_token"
             raise invalid_token(code, said)
-        retry_after = response.headers.get("retry-after")
+        retry_after = response.header("retry-after")
         if status == httpx.codes.TOO_MANY_REQUESTS:
             raise transient("apns_throttled", said, retry_after)
         if status >= httpx.codes.INTERNAL_SERVER_ERROR:
@@ -214,7 +215,7 @@ class ApnsTransport:
         raise permanent("apns_rejected", said)
 
 
-def _reason(response: httpx.Response) -> str:
+def _reason(response: Answer) -> str:
     try:
         body = response.json()
     except ValueError:

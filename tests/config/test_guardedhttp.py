@@ -1,5 +1,7 @@
 """The guarded client connects only to addresses the URL guard approved."""
 
+import gzip
+import socket
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
@@ -37,10 +39,15 @@ def server() -> Iterator[ThreadingHTTPServer]:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["content-length"]))
+            answer = self.path.encode() + body
             self.send_response(200)
-            self.send_header("content-length", str(len(body) + len(self.path)))
+            self.send_header("x-host", self.headers["host"])
+            if self.path == "/gzip":
+                answer = gzip.compress(answer)
+                self.send_header("content-encoding", "gzip")
+            self.send_header("content-length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(self.path.encode() + body)
+            self.wfile.write(answer)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -102,6 +109,30 @@ def test_a_post_goes_to_the_checked_host_at_the_path_given(server):
 
     assert response.status_code == 200
     assert response.content == b"/3/device/ab01{}"
+    assert response.header("x-host") == f"stand-in.example.net:{server.server_address[1]}"
+    assert response.header("x-absent") is None
+    client.close()
+
+
+def test_a_post_s_answer_is_decoded_as_httpx_would(server):
+    client = GuardedClient(allow_loopback_http=True, timeout=5)
+    base = client.checked_url(f"http://stand-in.example.net:{server.server_address[1]}")
+
+    response = client.post(client.at(base, "/gzip"), headers=[], content=b'{"a": 1}')
+
+    assert response.content == b'/gzip{"a": 1}'
+    client.close()
+
+
+def test_a_post_that_cannot_connect_raises_httpx_s_error():
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    client = GuardedClient(allow_loopback_http=True, timeout=5)
+    url = client.checked_url(f"http://stand-in.example.net:{port}/x")
+
+    with pytest.raises(httpx.ConnectError):
+        client.post(url, headers=[], content=b"")
     client.close()
 
 
