@@ -12,8 +12,9 @@ import re
 import ssl
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
+import hpack
 import httpcore
 import httpx
 import orjson
@@ -75,6 +76,26 @@ class _PinnedBackend(httpcore.SyncBackend):
         raise failure
 
 
+class _ProviderEncoder(hpack.Encoder):
+    """HPACK for a connection to one provider API: literals go without Huffman coding (in
+    Python it costs more CPU per request than the bytes it saves on such a connection), and
+    the headers named in `unindexed` (values that never repeat, such as a path with a device
+    token) are kept out of the dynamic table, which then keeps what does repeat (topic,
+    priority, content type) as one-byte references instead of evicting it."""
+
+    unindexed: frozenset[bytes] = frozenset()
+
+    def encode(self, headers: Any, huffman: bool = True) -> bytes:
+        # (name, value, True) is hpack's never-indexed literal, without a HeaderTuple.
+        return super().encode(
+            [
+                (header[0], header[1], True) if header[0] in self.unindexed else header
+                for header in headers
+            ],
+            huffman=False,
+        )
+
+
 class GuardedClient:
     """One reused httpx.Client whose connections go only to checked addresses.
 
@@ -90,8 +111,12 @@ class GuardedClient:
         timeout: float,
         http1: bool = True,
         http2: bool = False,
+        unindexed: Iterable[bytes] = (),
     ) -> None:
         self.allow_loopback_http = allow_loopback_http
+        # What the HPACK encoders of this client's HTTP/2 connections keep out of their
+        # tables (see `_ProviderEncoder`); None without HTTP/2.
+        self._unindexed = frozenset(unindexed) if http2 else None
         self._backend = _PinnedBackend()
         context = _ssl_context()
         transport = httpx.HTTPTransport(verify=context, http1=http1, http2=http2, trust_env=False)
@@ -171,7 +196,21 @@ class GuardedClient:
                 body = response.read()
             finally:
                 response.close()
+        if self._unindexed is not None:
+            self._tune_encoders(self._unindexed)
         return Answer(response.status, response.headers, body)
+
+    def _tune_encoders(self, unindexed: frozenset[bytes]) -> None:
+        """Gives the HPACK encoder of each new HTTP/2 connection the provider policy, from
+        its second request on (httpcore makes the connection inside the first request and
+        offers no hook before). The class changes, the encoder's table stays: both sides'
+        tables remain in step. A connection of another shape is left as it is."""
+        for connection in self._pool.connections:
+            state = getattr(getattr(connection, "_connection", None), "_h2_state", None)
+            current = getattr(state, "encoder", None)
+            if type(current) is hpack.Encoder:
+                current.__class__ = _ProviderEncoder
+                cast(_ProviderEncoder, current).unindexed = unindexed
 
     def close(self) -> None:
         self.http.close()

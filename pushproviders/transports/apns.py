@@ -125,7 +125,9 @@ class ApnsTransport:
     def __init__(self, credentials: ApnsCredentials) -> None:
         self.credentials = credentials
         # HTTP/2 only: ALPN h2 over TLS, prior knowledge over cleartext (loopback tests).
-        self.client = guarded_client(http1=False, http2=True)
+        # The device path and the apns-id differ on every request: indexed, they would
+        # push the headers that repeat out of the connection's HPACK table.
+        self.client = guarded_client(http1=False, http2=True, unindexed=(b":path", b"apns-id"))
         self.token_key = ProviderTokens.key(credentials)
         # The checked base URL, parsed once per transport (per base URL setting).
         self._base: tuple[str, httpx.URL] | None = None

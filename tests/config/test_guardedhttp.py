@@ -7,11 +7,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 from typing import Any
 
+import hpack
 import httpx
 import pytest
 
 from config import netguard
-from config.guardedhttp import GuardedClient
+from config.guardedhttp import GuardedClient, _ProviderEncoder
 
 # Names only this test's resolver knows: the system's cannot give them an address.
 NAMES = {"stand-in.example.net": ["127.0.0.1"], "inside.example.net": ["10.20.30.40"]}
@@ -144,3 +145,24 @@ def test_only_a_plain_path_is_set_on_a_checked_url(path):
     with pytest.raises(ValueError, match="must be plain"):
         client.at(base, path)
     client.close()
+
+
+def test_the_provider_encoder_keeps_values_that_never_repeat_out_of_its_table():
+    encoder, decoder = _ProviderEncoder(), hpack.Decoder()
+    encoder.unindexed = frozenset({b":path"})
+    sent = [
+        [
+            hpack.HeaderTuple(b":path", f"/3/device/{n:064x}".encode()),
+            hpack.HeaderTuple(b"apns-topic", b"com.example.app"),
+            hpack.NeverIndexedHeaderTuple(b"authorization", b"bearer secret"),
+        ]
+        for n in range(3)
+    ]
+
+    received = [decoder.decode(encoder.encode(headers), raw=True) for headers in sent]
+
+    assert received == sent
+    assert [[header.indexable for header in headers] for headers in received] == [
+        [False, True, False]
+    ] * 3
+    assert [name for name, _ in encoder.header_table.dynamic_entries] == [b"apns-topic"]
