@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from django.db import connections, router, transaction
 
 from config import clock
@@ -54,7 +55,7 @@ _PER_ROW: dict[str, str] = {
     "contact_id": "uuid",
     "email": "text",
     "external_id": "text",
-    "payload": "text",
+    "payload": "jsonb",
 }
 
 
@@ -63,9 +64,10 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
     statement: the writer behind `config.outbox`.
 
     The columns every event shares are prepared once, from one model instance, and bound
-    once; the rest go as one array per column (`unnest`). A model instance and a bound
-    value per column and event (as `bulk_create` makes) cost more than the insert, and a
-    worker writes these for every message it sends."""
+    once; the rest go as one JSON array of rows (`json_to_recordset`). A model instance and
+    a bound value per column and event (as `bulk_create` makes) cost more than the insert,
+    and so does quoting an array per column, element by element, into the statement (the
+    driver binds on the client side); a worker writes these for every message it sends."""
     if len(events) == 1:
         emit_system_event(
             project=project,
@@ -79,7 +81,7 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
     now = clock.now()
     connection = connections[router.db_for_write(Event)]
     if connection.vendor != "postgresql":
-        # SQLite (the embedded default) has no arrays to unnest: rows, one statement.
+        # SQLite (the embedded default) has no JSON record sets: rows, one statement.
         Event.objects.bulk_create(
             [_event_row(project=project, name=name, each=each, now=now) for each in events]
         )
@@ -87,13 +89,19 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
         return
     template = _event_row(project=project, name=name, each=SystemEvent(payload={}), now=now)
     encoder = Event._meta.get_field("payload").encoder
-    arrays: dict[str, list[Any]] = {
-        "id": [uuid.uuid4() for _ in events],
-        "contact_id": [each.contact_id for each in events],
-        "email": [each.email for each in events],
-        "external_id": [each.external_id for each in events],
-        "payload": [json.dumps(each.payload, cls=encoder) for each in events],
-    }
+    rows = orjson.dumps(
+        [
+            {
+                "id": str(uuid.uuid4()),
+                "contact_id": each.contact_id,
+                "email": each.email,
+                "external_id": each.external_id,
+                # The payload's JSON exactly as a single event's would be written.
+                "payload": orjson.Fragment(json.dumps(each.payload, cls=encoder)),
+            }
+            for each in events
+        ]
+    ).decode()
     columns: list[str] = []
     selected: list[str] = []
     params: list[Any] = []
@@ -106,11 +114,11 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
         else:
             selected.append(f"%s::{db_type}")
             params.append(field.get_db_prep_save(getattr(template, field.attname), connection))
-    unnest = ", ".join(f"%s::{kind}[]" for kind in _PER_ROW.values())
+    record = ", ".join(f"{name} {kind}" for name, kind in _PER_ROW.items())
     sql = (
         f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(columns)}) "  # noqa: S608
-        f"SELECT {', '.join(selected)} FROM unnest({unnest}) AS r({', '.join(_PER_ROW)})"
+        f"SELECT {', '.join(selected)} FROM json_to_recordset(%s::json) AS r({record})"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *(arrays[name] for name in _PER_ROW)])
+        cursor.execute(sql, [*params, rows])
     transaction.on_commit(events_wake)
