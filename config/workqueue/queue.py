@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from django.db import connection, models, transaction
-from django.db.models import Case, F, Value, When, prefetch_related_objects
+from django.db.models import Case, F, Prefetch, Value, When, prefetch_related_objects
 
 from config import clock
 from config.workqueue import wake as wakeup
@@ -139,9 +139,9 @@ class WorkQueue(Generic[T]):
     # How long a worker that ran dry waits before its last look (see `drain`).
     settle_seconds: float | Callable[[], float] = 0.3
     # The order a claimed batch is worked in (field names, ascending), and the related
-    # rows its items load with them, once per batch.
+    # rows its items load with them, once per batch (lookups or `Prefetch`es).
     order_by: tuple[str, ...] = ("next_attempt_at",)
-    prefetch_related: tuple[str, ...] = ()
+    prefetch_related: tuple[str | Prefetch, ...] = ()
 
     def __post_init__(self) -> None:
         # Every queue is known to the metrics and the staff dashboard (registry.py).

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Prefetch, Q
 
 from config import clock
 from config.outbox import SystemEvent, system_events_emit
@@ -63,6 +63,9 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
 TRANSIENT_STREAK_LIMIT = 3
 # The installation fields a batch reads (`_target`, the grouping, `active`).
 INSTALLATION_FIELDS = ("app_id", "platform", "active", "token", "web_p256dh", "web_auth")
+# The message fields a batch reads (events, the campaign check, the roll-up): the rest (the
+# title, body and data, copied onto each delivery) would be parsed per message for nothing.
+MESSAGE_FIELDS = ("project_id", "template_id", "campaign_id")
 # Failures that say the connection itself failed: a kept transport is not reused after one.
 CONNECTION_ERRORS = frozenset({"provider_timeout", "provider_unreachable"})
 
@@ -81,7 +84,10 @@ PUSH_QUEUE: WorkQueue[PushDelivery] = WorkQueue(
     wake_debounce_seconds=lambda: float(getattr(settings, "PUSH_WAKE_DEBOUNCE_SECONDS", 0.5)),
     settle_seconds=lambda: float(getattr(settings, "PUSH_WAKE_SETTLE_SECONDS", 0.3)),
     order_by=("next_attempt_at", "created_at", "position"),
-    prefetch_related=("message", "message__project"),
+    prefetch_related=(
+        Prefetch("message", queryset=PushMessage.objects.only(*MESSAGE_FIELDS)),
+        "message__project",
+    ),
 )
 
 

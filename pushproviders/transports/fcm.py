@@ -68,6 +68,11 @@ class AccessTokens:
 
     def get(self, key: tuple[str, str, str], fetch: Callable[[], tuple[str, float]]) -> str:
         """The cached token, or a new one from `fetch` -> (token, expires_in seconds)."""
+        # Most calls find a live token: read without the locks (a dict read is atomic, and
+        # an entry is replaced whole), which cost more than the rest of the look-up.
+        token = self._tokens.get(key)
+        if token is not None and token.renew_at > time.monotonic():
+            return token.value
         with self._lock:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
