@@ -591,3 +591,38 @@ def test_complete_records_the_rows_its_claim_holds_in_one_statement(clock):
         rows[1].pk: (WorkStatus.PROCESSED, "done-1", "announced", None),
         rows[2].pk: (WorkStatus.PROCESSED, "done-2", "announced", None),
     }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("with_json_values", [False, True])
+def test_per_item_values_are_recorded_as_given_whichever_way_they_travel(clock, with_json_values):
+    """Plain values (text, UUIDs, times) go as one JSON array of rows, others (a JSON
+    document) as an array per column: the rows end the same either way."""
+    rows = make_rows(clock, 3)
+    when = {
+        row.pk: clock.current + dt.timedelta(seconds=n, microseconds=7)
+        for n, row in enumerate(rows)
+    }
+
+    class Work(CountingWork):
+        def done_values(self, items: list[Event]) -> dict[str, Any]:
+            values: dict[str, Any] = {
+                "external_id": PerItem({item.pk: f'é "{item.payload["n"]}"' for item in items}),
+                "occurred_at": PerItem({item.pk: when[item.pk] for item in items}),
+                "contact_id": PerItem({item.pk: None for item in items}),
+            }
+            if with_json_values:
+                values["payload"] = PerItem({item.pk: {"done": item.pk.hex} for item in items})
+            return values
+
+    outcome = claim_and_run(make_queue(), Work())
+
+    assert len(outcome.processed) == 3
+    for row in rows:
+        row.refresh_from_db()
+        assert row.status == WorkStatus.PROCESSED
+        assert row.external_id == f'é "{rows.index(row)}"'
+        assert row.occurred_at == when[row.pk]
+        assert row.contact_id is None
+        if with_json_values:
+            assert row.payload == {"done": row.pk.hex}
