@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-import orjson
 from django.db import connection, models, transaction
 from django.db.models import Case, F, Prefetch, Value, When, prefetch_related_objects
 
 from config import clock
+from config.bulk import statement_run
 from config.workqueue import wake as wakeup
 from config.workqueue.errors import WorkerLost, WorkError
 from config.workqueue.models import DUE_STATUSES, WorkItem, WorkStatus
@@ -115,35 +115,6 @@ class BatchWork(Generic[T]):
         """Columns to set on the done rows besides the kit's (a value, an expression, or
         a `PerItem`)."""
         return {}
-
-
-# Values JSON carries as they are bound: as text (or a number, read as text) that the
-# column's type parses, as it parses a bound array's elements.
-_JSON_PLAIN = (str, int, uuid.UUID, dt.datetime, dt.date, type(None))
-
-
-def _row_set(per_row: list[tuple[str, str | None, list[Any]]]) -> tuple[str, list[Any]]:
-    """A FROM item `v` with one row per position of the value lists, a column per alias
-    cast to its type, and its parameters: one JSON array of rows when every value is
-    plain, else an array per column (`unnest`)."""
-    names = [alias for alias, _, _ in per_row]
-    if all(type(value) in _JSON_PLAIN for _, _, values in per_row for value in values):
-        columns = [values for _, _, values in per_row]
-        try:
-            rows = orjson.dumps(
-                [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
-            )
-        except TypeError:
-            pass  # a string that is not valid UTF-8: the arrays say so
-        else:
-            # Read as text and cast as the arrays are, so a value parses (or is cut to
-            # the column's length) the same way on either path.
-            casts = ", ".join(f"r.{alias}::{kind} AS {alias}" for alias, kind, _ in per_row)
-            record = ", ".join(f"{alias} text" for alias in names)
-            select = f"SELECT {casts} FROM json_to_recordset(%s::json) AS r({record})"  # noqa: S608
-            return f"({select}) AS v", [rows.decode()]
-    arrays = ", ".join(f"%s::{kind}[]" for _, kind, _ in per_row)
-    return f"unnest({arrays}) AS v({', '.join(names)})", [values for _, _, values in per_row]
 
 
 def _tunable(value: float | Callable[[], float]) -> float:
@@ -463,12 +434,11 @@ class WorkQueue(Generic[T]):
     def _record_done_postgresql(
         self, *, items: list[T], columns: dict[str, Any], token: uuid.UUID | None = None
     ) -> set[Any]:
-        """One UPDATE ... FROM a set of per-row values, so the statement is the same size for
-        any batch (a CASE per column grows with it, and building it cost more than the rest
-        of the batch's bookkeeping). The rows travel as one JSON array when every value is
-        plain (text, integers, UUIDs, times), else as an array per column: the driver binds
-        on the client side, quoting arrays element by element into the statement, which
-        cost more than the update.
+        """One UPDATE ... FROM unnest(...): per-row values travel as arrays, so the
+        statement is the same size for any batch (a CASE per column grows with it, and
+        building it cost more than the rest of the batch's bookkeeping), bound on the
+        server in binary (`config.bulk`): Django's client-side binding quoted each array
+        element into the statement, which cost more than the update.
 
         With `token`, only the rows that claim still holds are updated; returns the keys
         of the rows updated (with `token`; else an empty set)."""
@@ -478,51 +448,44 @@ class WorkQueue(Generic[T]):
         keys = [item.pk for item in items]
         sets: list[str] = []
         set_params: list[Any] = []
-        # (alias, database type, one prepared value per row)
-        per_row: list[tuple[str, str | None, list[Any]]] = [
-            ("pk", pk.db_type(connection), [pk.get_db_prep_value(key, connection) for key in keys])
-        ]
+        arrays: list[str] = [f"%b::{pk.db_type(connection)}[]"]
+        array_params: list[Any] = [[pk.get_db_prep_value(key, connection) for key in keys]]
+        names = ["pk"]
         for name, value in columns.items():
             column = meta.get_field(name)
             assert isinstance(column, models.Field)
             target = quote(column.get_attname_column()[1])
             if isinstance(value, PerItem):
-                alias = f"v{len(per_row)}"
-                per_row.append(
-                    (
-                        alias,
-                        column.db_type(connection),
-                        [
-                            column.get_db_prep_save(value.values.get(key), connection)
-                            for key in keys
-                        ],
-                    )
+                alias = f"v{len(names)}"
+                names.append(alias)
+                arrays.append(f"%b::{column.db_type(connection)}[]")
+                array_params.append(
+                    [column.get_db_prep_save(value.values.get(key), connection) for key in keys]
                 )
                 sets.append(f"{target} = v.{alias}")
             else:
-                sets.append(f"{target} = %s")
+                sets.append(f"{target} = %b::{column.db_type(connection)}")
                 set_params.append(column.get_db_prep_save(value, connection))
-        rows, row_params = _row_set(per_row)
         table = quote(meta.db_table)
         # By key alone: `run` holds these rows locked and checked their claim in this
         # transaction (a filter on status could again lead the planner to the lease index).
         sql = (
             f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608 (names from the model)
-            f"FROM {rows} WHERE {table}.{quote(pk.column)} = v.pk"
+            f"FROM unnest({', '.join(arrays)}) AS v({', '.join(names)}) "
+            f"WHERE {table}.{quote(pk.column)} = v.pk"
         )
-        params = [*set_params, *row_params]
+        params = [*set_params, *array_params]
         if token is not None:
             # Held by this claim: a row carries a claim token only while that claim holds
             # it (claiming sets a new one, every outcome clears it), so the token alone
             # says so, and the status filter that could mislead the planner is not needed.
             sql += (
-                f" AND {table}.{quote(self._column('claim_token'))} = %s"
+                f" AND {table}.{quote(self._column('claim_token'))} = %b"
                 f" RETURNING {table}.{quote(pk.column)}"
             )
             params.append(token)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return {row[0] for row in cursor.fetchall()} if token is not None else set()
+        rows = statement_run(sql, params)
+        return {row[0] for row in rows} if token is not None else set()
 
     def _per_item(self, name: str, value: PerItem) -> Case:
         column = self.model._meta.get_field(name)

@@ -6,10 +6,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 from django.db import connections, router, transaction
 
 from config import clock
+from config.bulk import statement_run
 from config.outbox import SystemEvent
 from events.models import SYSTEM_PREFIX, Event, EventSource
 from events.wake import events_wake
@@ -55,7 +55,7 @@ _PER_ROW: dict[str, str] = {
     "contact_id": "uuid",
     "email": "text",
     "external_id": "text",
-    "payload": "jsonb",
+    "payload": "text",
 }
 
 
@@ -64,10 +64,11 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
     statement: the writer behind `config.outbox`.
 
     The columns every event shares are prepared once, from one model instance, and bound
-    once; the rest go as one JSON array of rows (`json_to_recordset`). A model instance and
-    a bound value per column and event (as `bulk_create` makes) cost more than the insert,
-    and so does quoting an array per column, element by element, into the statement (the
-    driver binds on the client side); a worker writes these for every message it sends."""
+    once; the rest go as one array each (`unnest`), bound on the server in binary
+    (`config.bulk`). A model instance and a bound value per column and event (as
+    `bulk_create` makes) cost more than the insert, and so did Django's client-side
+    binding quoting each array element into the statement; a worker writes these for
+    every message it sends."""
     if len(events) == 1:
         emit_system_event(
             project=project,
@@ -81,7 +82,7 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
     now = clock.now()
     connection = connections[router.db_for_write(Event)]
     if connection.vendor != "postgresql":
-        # SQLite (the embedded default) has no JSON record sets: rows, one statement.
+        # SQLite (the embedded default) has no arrays to unnest: rows, one statement.
         Event.objects.bulk_create(
             [_event_row(project=project, name=name, each=each, now=now) for each in events]
         )
@@ -89,19 +90,13 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
         return
     template = _event_row(project=project, name=name, each=SystemEvent(payload={}), now=now)
     encoder = Event._meta.get_field("payload").encoder
-    rows = orjson.dumps(
-        [
-            {
-                "id": str(uuid.uuid4()),
-                "contact_id": each.contact_id,
-                "email": each.email,
-                "external_id": each.external_id,
-                # The payload's JSON exactly as a single event's would be written.
-                "payload": orjson.Fragment(json.dumps(each.payload, cls=encoder)),
-            }
-            for each in events
-        ]
-    ).decode()
+    arrays: dict[str, list[Any]] = {
+        "id": [uuid.uuid4() for _ in events],
+        "contact_id": [each.contact_id for each in events],
+        "email": [each.email for each in events],
+        "external_id": [each.external_id for each in events],
+        "payload": [json.dumps(each.payload, cls=encoder) for each in events],
+    }
     columns: list[str] = []
     selected: list[str] = []
     params: list[Any] = []
@@ -112,13 +107,12 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
         if field.attname in _PER_ROW:
             selected.append(f"r.{field.attname}::{db_type}")
         else:
-            selected.append(f"%s::{db_type}")
+            selected.append(f"%b::{db_type}")
             params.append(field.get_db_prep_save(getattr(template, field.attname), connection))
-    record = ", ".join(f"{name} {kind}" for name, kind in _PER_ROW.items())
+    unnest = ", ".join(f"%b::{kind}[]" for kind in _PER_ROW.values())
     sql = (
         f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(columns)}) "  # noqa: S608
-        f"SELECT {', '.join(selected)} FROM json_to_recordset(%s::json) AS r({record})"
+        f"SELECT {', '.join(selected)} FROM unnest({unnest}) AS r({', '.join(_PER_ROW)})"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, rows])
+    statement_run(sql, [*params, *(arrays[name] for name in _PER_ROW)])
     transaction.on_commit(events_wake)
