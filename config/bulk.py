@@ -47,6 +47,14 @@ def _execute(sql: str, params: list[Any], *, binary: bool = False) -> list[tuple
     return rows
 
 
+def statement_run(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    """Runs one statement (`%b` placeholders) bound on the server, so its arrays travel in
+    binary without the per-element quoting of Django's client-side binding; returns its
+    rows (`RETURNING`), if any. As `rows_insert`, in Django's transaction, query log and
+    error types."""
+    return _execute(sql, params)
+
+
 def rows_fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     """The rows of a query (`%b` placeholders) in binary, on PostgreSQL: timestamps, UUIDs
     and JSON arrive as Python values without the text parsing of each one (`jsonb`

@@ -12,10 +12,13 @@ import re
 import ssl
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
+import hpack
 import httpcore
 import httpx
+import orjson
+from httpx._transports.default import map_httpcore_exceptions
 
 from config import netguard
 
@@ -73,6 +76,26 @@ class _PinnedBackend(httpcore.SyncBackend):
         raise failure
 
 
+class _ProviderEncoder(hpack.Encoder):
+    """HPACK for a connection to one provider API: literals go without Huffman coding (in
+    Python it costs more CPU per request than the bytes it saves on such a connection), and
+    the headers named in `unindexed` (values that never repeat, such as a path with a device
+    token) are kept out of the dynamic table, which then keeps what does repeat (topic,
+    priority, content type) as one-byte references instead of evicting it."""
+
+    unindexed: frozenset[bytes] = frozenset()
+
+    def encode(self, headers: Any, huffman: bool = True) -> bytes:
+        # (name, value, True) is hpack's never-indexed literal, without a HeaderTuple.
+        return super().encode(
+            [
+                (header[0], header[1], True) if header[0] in self.unindexed else header
+                for header in headers
+            ],
+            huffman=False,
+        )
+
+
 class GuardedClient:
     """One reused httpx.Client whose connections go only to checked addresses.
 
@@ -88,8 +111,12 @@ class GuardedClient:
         timeout: float,
         http1: bool = True,
         http2: bool = False,
+        unindexed: Iterable[bytes] = (),
     ) -> None:
         self.allow_loopback_http = allow_loopback_http
+        # What the HPACK encoders of this client's HTTP/2 connections keep out of their
+        # tables (see `_ProviderEncoder`); None without HTTP/2.
+        self._unindexed = frozenset(unindexed) if http2 else None
         self._backend = _PinnedBackend()
         context = _ssl_context()
         transport = httpx.HTTPTransport(verify=context, http1=http1, http2=http2, trust_env=False)
@@ -104,7 +131,7 @@ class GuardedClient:
         self.http = httpx.Client(
             transport=transport, timeout=timeout, follow_redirects=False, trust_env=False
         )
-        self._transport = transport
+        self._pool = transport._pool
         self._timeout = httpx.Timeout(timeout).as_dict()
 
     def checked(self, url: str) -> str:
@@ -143,25 +170,77 @@ class GuardedClient:
 
     def post(
         self, url: httpx.URL, *, headers: list[tuple[bytes, bytes]], content: bytes
-    ) -> httpx.Response:
-        """POSTs `content` to `url` (from `checked_url` or `at`) straight through the
-        pinned transport, read in full: the client's timeout and no redirects, as with
+    ) -> "Answer":
+        """POSTs `content` to `url` (from `checked_url` or `at`) straight into the pinned
+        connection pool, read in full: the client's timeout and no redirects, as with
         `http.post`, without the client's per-request layers (cookies, auth, event hooks,
-        redirect handling, default headers), which a provider API call does not use.
+        redirect handling, default headers) and without httpx's request and response
+        models, which a provider API call does not use. Adds Host and Content-Length.
         Raises httpx errors as `http.post` does."""
-        request = httpx.Request(
-            "POST", url, headers=headers, content=content, extensions={"timeout": self._timeout}
+        request = httpcore.Request(
+            b"POST",
+            httpcore.URL(
+                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+            ),
+            headers=[
+                (b"host", url.netloc),
+                *headers,
+                (b"content-length", str(len(content)).encode()),
+            ],
+            content=content,
+            extensions={"timeout": self._timeout},
         )
-        response = self._transport.handle_request(request)
-        response.request = request
-        try:
-            response.read()
-        finally:
-            response.close()
-        return response
+        with map_httpcore_exceptions():
+            response = self._pool.handle_request(request)
+            try:
+                body = response.read()
+            finally:
+                response.close()
+        if self._unindexed is not None:
+            self._tune_encoders(self._unindexed)
+        return Answer(response.status, response.headers, body)
+
+    def _tune_encoders(self, unindexed: frozenset[bytes]) -> None:
+        """Gives the HPACK encoder of each new HTTP/2 connection the provider policy, from
+        its second request on (httpcore makes the connection inside the first request and
+        offers no hook before). The class changes, the encoder's table stays: both sides'
+        tables remain in step. A connection of another shape is left as it is."""
+        for connection in self._pool.connections:
+            state = getattr(getattr(connection, "_connection", None), "_h2_state", None)
+            current = getattr(state, "encoder", None)
+            if type(current) is hpack.Encoder:
+                current.__class__ = _ProviderEncoder
+                cast(_ProviderEncoder, current).unindexed = unindexed
 
     def close(self) -> None:
         self.http.close()
 
 
 _PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._~-]*")
+
+
+class Answer:
+    """A response to `GuardedClient.post`, read in full: the status, the header lines as
+    received, the body."""
+
+    __slots__ = ("content", "raw_headers", "status_code")
+
+    def __init__(self, status_code: int, raw_headers: list[tuple[bytes, bytes]], content: bytes):
+        self.status_code = status_code
+        self.raw_headers = raw_headers
+        if any(name.lower() == b"content-encoding" for name, _ in raw_headers):
+            # Not asked for (no Accept-Encoding is sent), but decoded as httpx would.
+            content = httpx.Response(status_code, headers=raw_headers, content=content).read()
+        self.content = content
+
+    def header(self, name: str) -> str | None:
+        """The first value of header `name` (lower case), or None."""
+        wanted = name.encode()
+        for key, value in self.raw_headers:
+            if key.lower() == wanted:
+                return value.decode("latin-1")
+        return None
+
+    def json(self) -> Any:
+        """The body parsed as JSON; raises ValueError when it is not."""
+        return orjson.loads(self.content)

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from django.db import connection, models, transaction
-from django.db.models import Case, F, Value, When, prefetch_related_objects
+from django.db.models import Case, F, Prefetch, Value, When, prefetch_related_objects
 
 from config import clock
-from config.bulk import rows_fetch
+from config.bulk import rows_fetch, statement_run
 from config.fresh import Columns
 from config.workqueue import wake as wakeup
 from config.workqueue.errors import WorkerLost, WorkError
@@ -61,6 +61,17 @@ class BatchOutcome:
     dead_lettered: int = 0
     skipped: int = 0
     next_retry_at: dt.datetime | None = None
+
+
+# What a done row's kit columns become.
+_DONE_COLUMNS: dict[str, Any] = {
+    "status": WorkStatus.PROCESSED.value,
+    "claim_token": None,
+    "lease_expires_at": None,
+    "next_attempt_at": None,
+    "last_error": "",
+    "error_code": "",
+}
 
 
 class PerItem:
@@ -160,9 +171,9 @@ class WorkQueue(Generic[T]):
     # How long a worker that ran dry waits before its last look (see `drain`).
     settle_seconds: float | Callable[[], float] = 0.3
     # The order a claimed batch is worked in (field names, ascending), and the related
-    # rows its items load with them, once per batch.
+    # rows its items load with them, once per batch (lookups or `Prefetch`es).
     order_by: tuple[str, ...] = ("next_attempt_at",)
-    prefetch_related: tuple[str, ...] = ()
+    prefetch_related: tuple[str | Prefetch, ...] = ()
     # Whether a batch's transaction starts by locking its claimed rows again and checking
     # their token (so a row whose lease runs out while it is worked is not taken over), or
     # checks the token only in the done mark's conditional update. Keep it for work that
@@ -425,6 +436,42 @@ class WorkQueue(Generic[T]):
                     raise _ClaimsLost({item.pk for item in done} - marked)
         return done
 
+    def complete(self, *, token: uuid.UUID, items: list[T], work: BatchWork[T]) -> BatchOutcome:
+        """Records claimed rows whose work already happened outside the database (a
+        notification the provider accepted) as done: for a batch where `run` would have
+        nothing left to do per item, so no item can fail. Only `work.finish` and
+        `work.done_values` are used.
+
+        On PostgreSQL one conditional update marks done the rows this claim still holds
+        and names them, then `finish` writes for exactly those in the same transaction:
+        one statement where `run` locks the rows, checks them, opens a savepoint and then
+        updates them. Rows another worker took over (the lease ran out) are skipped, as in
+        `run`; a row is done however many attempts it took, since its work did happen."""
+        outcome = BatchOutcome(claimed=len(items))
+        if not items:
+            return outcome
+        with transaction.atomic():
+            columns = {**_DONE_COLUMNS, **work.done_values(items)}
+            if self._in_one_update(columns):
+                held = self._record_done_postgresql(items=items, columns=columns, token=token)
+                done = [item for item in items if item.pk in held]
+                if done:
+                    work.finish(done)
+            else:
+                held = set(
+                    self._rows.select_for_update()
+                    .filter(pk__in=[item.pk for item in items], claim_token=token)
+                    .values_list("pk", flat=True)
+                )
+                done = [item for item in items if item.pk in held]
+                if done:
+                    work.finish(done)
+                    self._record_done(token=token, items=done, values=work.done_values(done))
+            outcome.skipped = len(items) - len(done)
+        outcome.processed.extend(item.pk for item in done)
+        work_outcomes_count(self.label, done=len(done), retried=0, dead_lettered=0)
+        return outcome
+
     def _run_together(self, items: list[T], work: BatchWork[T]) -> list[T] | None:
         """Every item in one savepoint; None (and nothing kept) when one of them raised."""
         try:
@@ -462,19 +509,12 @@ class WorkQueue(Generic[T]):
         """Marks the items done; the keys of those marked. Without the re-lock, only rows
         this claim still holds are (their token is ours: a takeover gives a row a new one,
         and an outcome clears it); with it, `run` holds and checked them all."""
-        columns: dict[str, Any] = {
-            "status": WorkStatus.PROCESSED.value,
-            "claim_token": None,
-            "lease_expires_at": None,
-            "next_attempt_at": None,
-            "last_error": "",
-            "error_code": "",
-            **values,
-        }
-        if connection.vendor == "postgresql" and not any(
-            hasattr(value, "resolve_expression") for value in columns.values()
-        ):
-            return self._record_done_postgresql(token=token, items=items, columns=columns)
+        columns: dict[str, Any] = {**_DONE_COLUMNS, **values}
+        if self._in_one_update(columns):
+            if self.relock:
+                self._record_done_postgresql(items=items, columns=columns)
+                return {item.pk for item in items}
+            return self._record_done_postgresql(items=items, columns=columns, token=token)
         for name, value in columns.items():
             if isinstance(value, PerItem):
                 columns[name] = self._per_item(name, value)
@@ -494,19 +534,31 @@ class WorkQueue(Generic[T]):
         ).update(**columns)
         return held
 
+    @staticmethod
+    def _in_one_update(columns: dict[str, Any]) -> bool:
+        """Whether `_record_done_postgresql` can write `columns` (values and `PerItem`s)."""
+        return connection.vendor == "postgresql" and not any(
+            hasattr(value, "resolve_expression") for value in columns.values()
+        )
+
     def _record_done_postgresql(
-        self, *, token: uuid.UUID, items: list[T], columns: dict[str, Any]
+        self, *, items: list[T], columns: dict[str, Any], token: uuid.UUID | None = None
     ) -> set[Any]:
         """One UPDATE ... FROM unnest(...): per-row values travel as arrays, so the
         statement is the same size for any batch (a CASE per column grows with it, and
-        building it cost more than the rest of the batch's bookkeeping)."""
+        building it cost more than the rest of the batch's bookkeeping), bound on the
+        server in binary (`config.bulk`): Django's client-side binding quoted each array
+        element into the statement, which cost more than the update.
+
+        With `token`, only the rows that claim still holds are updated; returns the keys
+        of the rows updated (with `token`; else an empty set)."""
         meta, quote = self.model._meta, connection.ops.quote_name
         pk = meta.pk
         assert pk is not None
         keys = [item.pk for item in items]
         sets: list[str] = []
         set_params: list[Any] = []
-        arrays: list[str] = [f"%s::{pk.db_type(connection)}[]"]
+        arrays: list[str] = [f"%b::{pk.db_type(connection)}[]"]
         array_params: list[Any] = [[pk.get_db_prep_value(key, connection) for key in keys]]
         names = ["pk"]
         for name, value in columns.items():
@@ -516,26 +568,27 @@ class WorkQueue(Generic[T]):
             if isinstance(value, PerItem):
                 alias = f"v{len(names)}"
                 names.append(alias)
-                arrays.append(f"%s::{column.db_type(connection)}[]")
+                arrays.append(f"%b::{column.db_type(connection)}[]")
                 array_params.append(
                     [column.get_db_prep_save(value.values.get(key), connection) for key in keys]
                 )
                 sets.append(f"{target} = v.{alias}")
             else:
-                sets.append(f"{target} = %s")
+                sets.append(f"{target} = %b::{column.db_type(connection)}")
                 set_params.append(column.get_db_prep_save(value, connection))
         table = quote(meta.db_table)
-        # By key and, without the re-lock, the claim's token (a token is on a row only while
-        # the claim that set it holds). Never by status, which could lead the planner to the
-        # partial lease index (see `_run_batch`); and the token is joined from the arrays,
-        # not compared with a constant: the statistics know the column as nearly all null,
-        # and the planner then took a constant's match for one row and scanned the table.
+        # By key and, with `token`, the claim's token (a token is on a row only while the
+        # claim that set it holds: claiming sets a new one, every outcome clears it). Never
+        # by status, which could lead the planner to the partial lease index (see
+        # `_run_batch`); and the token is joined from the arrays, not compared with a
+        # constant: the statistics know the column as nearly all null, and the planner then
+        # took a constant's match for one row and scanned the table.
         check = ""
-        if not self.relock:
+        if token is not None:
             token_field = meta.get_field("claim_token")
             assert isinstance(token_field, models.Field)
             names.append("token")
-            arrays.append(f"%s::{token_field.db_type(connection)}[]")
+            arrays.append(f"%b::{token_field.db_type(connection)}[]")
             array_params.append([token] * len(keys))
             check = (
                 f" AND {table}.{quote(token_field.column)} = v.token "
@@ -546,11 +599,8 @@ class WorkQueue(Generic[T]):
             f"FROM unnest({', '.join(arrays)}) AS v({', '.join(names)}) "
             f"WHERE {table}.{quote(pk.column)} = v.pk{check}"
         )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*set_params, *array_params])
-            if self.relock:
-                return set(keys)
-            return {pk.to_python(row[0]) for row in cursor.fetchall()}
+        rows = statement_run(sql, [*set_params, *array_params])
+        return {pk.to_python(row[0]) for row in rows} if token is not None else set()
 
     def _per_item(self, name: str, value: PerItem) -> Case:
         column = self.model._meta.get_field(name)

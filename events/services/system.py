@@ -9,6 +9,7 @@ from typing import Any
 from django.db import connections, router, transaction
 
 from config import clock
+from config.bulk import statement_run
 from config.outbox import SystemEvent
 from events.models import SYSTEM_PREFIX, Event, EventSource
 from events.wake import events_wake
@@ -63,9 +64,11 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
     statement: the writer behind `config.outbox`.
 
     The columns every event shares are prepared once, from one model instance, and bound
-    once; the rest go as one array per column (`unnest`). A model instance and a bound
-    value per column and event (as `bulk_create` makes) cost more than the insert, and a
-    worker writes these for every message it sends."""
+    once; the rest go as one array each (`unnest`), bound on the server in binary
+    (`config.bulk`). A model instance and a bound value per column and event (as
+    `bulk_create` makes) cost more than the insert, and so did Django's client-side
+    binding quoting each array element into the statement; a worker writes these for
+    every message it sends."""
     if len(events) == 1:
         emit_system_event(
             project=project,
@@ -104,13 +107,12 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
         if field.attname in _PER_ROW:
             selected.append(f"r.{field.attname}::{db_type}")
         else:
-            selected.append(f"%s::{db_type}")
+            selected.append(f"%b::{db_type}")
             params.append(field.get_db_prep_save(getattr(template, field.attname), connection))
-    unnest = ", ".join(f"%s::{kind}[]" for kind in _PER_ROW.values())
+    unnest = ", ".join(f"%b::{kind}[]" for kind in _PER_ROW.values())
     sql = (
         f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(columns)}) "  # noqa: S608
         f"SELECT {', '.join(selected)} FROM unnest({unnest}) AS r({', '.join(_PER_ROW)})"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *(arrays[name] for name in _PER_ROW)])
+    statement_run(sql, [*params, *(arrays[name] for name in _PER_ROW)])
     transaction.on_commit(events_wake)

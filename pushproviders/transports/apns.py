@@ -16,6 +16,7 @@ import jwt
 import orjson
 from django.conf import settings
 
+from config.guardedhttp import Answer
 from pushproviders.models import ApnsEnvironment
 from pushproviders.readiness import ApnsCredentials
 from pushproviders.transports.base import (
@@ -124,7 +125,9 @@ class ApnsTransport:
     def __init__(self, credentials: ApnsCredentials) -> None:
         self.credentials = credentials
         # HTTP/2 only: ALPN h2 over TLS, prior knowledge over cleartext (loopback tests).
-        self.client = guarded_client(http1=False, http2=True)
+        # The device path and the apns-id differ on every request: indexed, they would
+        # push the headers that repeat out of the connection's HPACK table.
+        self.client = guarded_client(http1=False, http2=True, unindexed=(b":path", b"apns-id"))
         self.token_key = ProviderTokens.key(credentials)
         # The checked base URL, parsed once per transport (per base URL setting).
         self._base: tuple[str, httpx.URL] | None = None
@@ -178,7 +181,7 @@ class ApnsTransport:
 
     def _post(
         self, url: httpx.URL, body: bytes, headers: list[tuple[bytes, bytes]], token: str
-    ) -> httpx.Response:
+    ) -> Answer:
         if self._authorization[0] != token:
             self._authorization = (token, f"bearer {token}".encode())
         with provider_reached(PROVIDER):
@@ -193,10 +196,10 @@ class ApnsTransport:
             )
 
     @staticmethod
-    def _outcome(response: httpx.Response, sent_id: str) -> str:
+    def _outcome(response: Answer, sent_id: str) -> str:
         status = response.status_code
         if status == httpx.codes.OK:
-            return response.headers.get("apns-id") or sent_id
+            return response.header("apns-id") or sent_id
         reason = _reason(response)
         said = f"APNs answered {status} {reason}".rstrip() + "."
         if status == httpx.codes.GONE or (
@@ -204,7 +207,7 @@ class ApnsTransport:
         ):
             code = "apns_unregistered" if status == httpx.codes.GONE else "apns_bad_device_token"
             raise invalid_token(code, said)
-        retry_after = response.headers.get("retry-after")
+        retry_after = response.header("retry-after")
         if status == httpx.codes.TOO_MANY_REQUESTS:
             raise transient("apns_throttled", said, retry_after)
         if status >= httpx.codes.INTERNAL_SERVER_ERROR:
@@ -214,7 +217,7 @@ class ApnsTransport:
         raise permanent("apns_rejected", said)
 
 
-def _reason(response: httpx.Response) -> str:
+def _reason(response: Answer) -> str:
     try:
         body = response.json()
     except ValueError:

@@ -17,6 +17,7 @@ import jwt
 import orjson
 from django.conf import settings
 
+from config.guardedhttp import Answer
 from pushproviders.credentials import ServiceAccount
 from pushproviders.readiness import FcmCredentials
 from pushproviders.transports.base import (
@@ -67,6 +68,11 @@ class AccessTokens:
 
     def get(self, key: tuple[str, str, str], fetch: Callable[[], tuple[str, float]]) -> str:
         """The cached token, or a new one from `fetch` -> (token, expires_in seconds)."""
+        # Most calls find a live token: read without the locks (a dict read is atomic, and
+        # an entry is replaced whole), which cost more than the rest of the look-up.
+        token = self._tokens.get(key)
+        if token is not None and token.renew_at > time.monotonic():
+            return token.value
         with self._lock:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
@@ -93,7 +99,7 @@ class AccessTokens:
 access_tokens = AccessTokens()
 
 
-def _error_of(response: httpx.Response) -> tuple[str, str, str, list[str]]:
+def _error_of(response: Answer) -> tuple[str, str, str, list[str]]:
     """FCM's error: (status, FcmError errorCode, message, fields it names)."""
     try:
         body = response.json()
@@ -177,7 +183,7 @@ class FcmTransport:
             self._url = (base, url)
         return self._url[1]
 
-    def _post(self, url: httpx.URL, body: bytes, token: str) -> httpx.Response:
+    def _post(self, url: httpx.URL, body: bytes, token: str) -> Answer:
         if self._authorization[0] != token:
             self._authorization = (token, f"Bearer {token}".encode())
         with provider_reached(PROVIDER):
@@ -190,7 +196,7 @@ class FcmTransport:
                 ],
             )
 
-    def _outcome(self, response: httpx.Response) -> str:
+    def _outcome(self, response: Answer) -> str:
         status = response.status_code
         if status == httpx.codes.OK:
             try:
@@ -208,7 +214,7 @@ class FcmTransport:
             raise invalid_token("fcm_invalid_token", said)
         if status == httpx.codes.UNAUTHORIZED:
             raise permanent("fcm_unauthorized", f"{said} A new access token was refused too.")
-        retry_after = response.headers.get("retry-after")
+        retry_after = response.header("retry-after")
         if status == httpx.codes.TOO_MANY_REQUESTS:
             raise transient("fcm_throttled", said, retry_after)
         if status >= httpx.codes.INTERNAL_SERVER_ERROR:

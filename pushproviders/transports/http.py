@@ -1,7 +1,7 @@
 """What the push transports share: the guarded client and how HTTP failures map to
 PushSendError. Messages name the failure, never a URL's path, a token or a key."""
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import httpx
@@ -12,13 +12,17 @@ from config.guardedhttp import GuardedClient
 from pushproviders.transports.base import permanent, transient
 
 
-def guarded_client(*, http1: bool = True, http2: bool = False) -> GuardedClient:
-    """A client for one batch: PUSH_HTTP_TIMEOUT, and loopback http when PUSH_ALLOW_HTTP."""
+def guarded_client(
+    *, http1: bool = True, http2: bool = False, unindexed: Iterable[bytes] = ()
+) -> GuardedClient:
+    """A client for one batch: PUSH_HTTP_TIMEOUT, and loopback http when PUSH_ALLOW_HTTP;
+    over HTTP/2, the `unindexed` headers are kept out of HPACK's table."""
     return GuardedClient(
         allow_loopback_http=settings.PUSH_ALLOW_HTTP,
         timeout=settings.PUSH_HTTP_TIMEOUT,
         http1=http1,
         http2=http2,
+        unindexed=unindexed,
     )
 
 

@@ -1,15 +1,18 @@
 """The guarded client connects only to addresses the URL guard approved."""
 
+import gzip
+import socket
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 from typing import Any
 
+import hpack
 import httpx
 import pytest
 
 from config import netguard
-from config.guardedhttp import GuardedClient
+from config.guardedhttp import GuardedClient, _ProviderEncoder
 
 # Names only this test's resolver knows: the system's cannot give them an address.
 NAMES = {"stand-in.example.net": ["127.0.0.1"], "inside.example.net": ["10.20.30.40"]}
@@ -37,10 +40,15 @@ def server() -> Iterator[ThreadingHTTPServer]:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["content-length"]))
+            answer = self.path.encode() + body
             self.send_response(200)
-            self.send_header("content-length", str(len(body) + len(self.path)))
+            self.send_header("x-host", self.headers["host"])
+            if self.path == "/gzip":
+                answer = gzip.compress(answer)
+                self.send_header("content-encoding", "gzip")
+            self.send_header("content-length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(self.path.encode() + body)
+            self.wfile.write(answer)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -102,6 +110,30 @@ def test_a_post_goes_to_the_checked_host_at_the_path_given(server):
 
     assert response.status_code == 200
     assert response.content == b"/3/device/ab01{}"
+    assert response.header("x-host") == f"stand-in.example.net:{server.server_address[1]}"
+    assert response.header("x-absent") is None
+    client.close()
+
+
+def test_a_post_s_answer_is_decoded_as_httpx_would(server):
+    client = GuardedClient(allow_loopback_http=True, timeout=5)
+    base = client.checked_url(f"http://stand-in.example.net:{server.server_address[1]}")
+
+    response = client.post(client.at(base, "/gzip"), headers=[], content=b'{"a": 1}')
+
+    assert response.content == b'/gzip{"a": 1}'
+    client.close()
+
+
+def test_a_post_that_cannot_connect_raises_httpx_s_error():
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    client = GuardedClient(allow_loopback_http=True, timeout=5)
+    url = client.checked_url(f"http://stand-in.example.net:{port}/x")
+
+    with pytest.raises(httpx.ConnectError):
+        client.post(url, headers=[], content=b"")
     client.close()
 
 
@@ -113,3 +145,24 @@ def test_only_a_plain_path_is_set_on_a_checked_url(path):
     with pytest.raises(ValueError, match="must be plain"):
         client.at(base, path)
     client.close()
+
+
+def test_the_provider_encoder_keeps_values_that_never_repeat_out_of_its_table():
+    encoder, decoder = _ProviderEncoder(), hpack.Decoder()
+    encoder.unindexed = frozenset({b":path"})
+    sent = [
+        [
+            hpack.HeaderTuple(b":path", f"/3/device/{n:064x}".encode()),
+            hpack.HeaderTuple(b"apns-topic", b"com.example.app"),
+            hpack.NeverIndexedHeaderTuple(b"authorization", b"bearer secret"),
+        ]
+        for n in range(3)
+    ]
+
+    received = [decoder.decode(encoder.encode(headers), raw=True) for headers in sent]
+
+    assert received == sent
+    assert [[header.indexable for header in headers] for headers in received] == [
+        [False, True, False]
+    ] * 3
+    assert [name for name, _ in encoder.header_table.dynamic_entries] == [b"apns-topic"]

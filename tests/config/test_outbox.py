@@ -2,11 +2,13 @@
 and the events app writes them."""
 
 from collections.abc import Iterator
+from decimal import Decimal
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from config import outbox
+from config.outbox import SystemEvent
 from contacts.models import Contact
 from contacts.services import contact_update, contact_upsert
 from events.models import Event
@@ -67,3 +69,34 @@ def test_a_second_writer_is_refused():
     with pytest.raises(ImproperlyConfigured):
         outbox.register_system_event_writer(another_writer)  # type: ignore[arg-type]
     outbox.register_system_event_writer(emit_system_events)
+
+
+def test_events_written_together_are_the_rows_one_at_a_time_would_be(world, clock):
+    contact, _ = contact_upsert(project=world.project, email="a@example.com")
+    Event.objects.all().delete()
+    payload = {
+        "at": clock.current,
+        "amount": Decimal("1.50"),
+        "id": contact.id,
+        "text": 'quotes " and \\ backslashes, {braces}, ünïcödé',
+        "nested": {"list": [1, None, True]},
+    }
+    each = [
+        SystemEvent(payload=payload, contact_id=contact.id, email="a@example.com"),
+        SystemEvent(payload={**payload, "n": 2}, external_id="u-2"),
+    ]
+
+    emit_system_events(project=world.project, name="test.one", events=each[:1])
+    emit_system_events(project=world.project, name="test.many", events=each)
+
+    rows = {
+        (row.event, row.payload.get("n")): row
+        for row in Event.objects.filter(project=world.project)
+    }
+    one = rows[("sendrealm.test.one", None)]
+    first, second = rows[("sendrealm.test.many", None)], rows[("sendrealm.test.many", 2)]
+    fields = ("source", "contact_id", "email", "external_id", "payload", "status", "created_at")
+    assert [getattr(first, name) for name in fields] == [getattr(one, name) for name in fields]
+    assert (second.contact_id, second.email, second.external_id) == (None, None, "u-2")
+    assert second.payload == {**one.payload, "n": 2}
+    assert first.id != second.id

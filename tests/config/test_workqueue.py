@@ -620,3 +620,85 @@ def test_writes_gathered_in_the_optimistic_pass_are_made_at_its_end_and_redone_i
     assert calls == ["together:4", "alone", "alone", "alone", "alone"]
     emails = Event.objects.filter(pk__in=[row.pk for row in rows]).values_list("email", flat=True)
     assert sorted(emails) == ["alone-0", "alone-1", "alone-2", "alone-3"]
+
+
+class FinishedWork(BatchWork[Event]):
+    """Work done before the rows are recorded: only its aggregate write and columns."""
+
+    def __init__(self) -> None:
+        self.finished: list[uuid.UUID] = []
+
+    def finish(self, items: list[Event]) -> None:
+        self.finished.extend(item.pk for item in items)
+        Event.objects.filter(pk__in=[item.pk for item in items]).update(email="announced")
+
+    def done_values(self, items: list[Event]) -> dict[str, Any]:
+        return {"external_id": PerItem({item.pk: f"done-{item.payload['n']}" for item in items})}
+
+
+@pytest.mark.django_db
+def test_complete_records_the_rows_its_claim_holds_in_one_statement(clock):
+    rows = make_rows(clock, 3)
+    queue = make_queue()
+    slow_token, slow_items = queue.claim(limit=2)
+    token, items = queue.claim()
+    # The first claim's lease ran out and another worker took its first row over.
+    taken_token = uuid.uuid4()
+    Event.objects.filter(pk=rows[0].pk).update(attempts=2, claim_token=taken_token)
+
+    work = FinishedWork()
+    with CaptureQueriesContext(connection) as captured:
+        outcome = queue.complete(token=slow_token, items=slow_items, work=work)
+    assert (outcome.processed, outcome.skipped) == ([rows[1].pk], 1)
+    assert work.finished == [rows[1].pk]
+    statements = [q["sql"].split()[0] for q in captured.captured_queries]
+    if connection.vendor == "postgresql":
+        # One to mark the rows held and name them, one for the work's own write; no lock
+        # taken first and no savepoint but the transaction's own (the test's is outside).
+        assert statements == ["SAVEPOINT", "UPDATE", "UPDATE", "RELEASE"]
+
+    queue.complete(token=token, items=items, work=work)
+    states = {
+        row.pk: (row.status, row.external_id, row.email, row.claim_token)
+        for row in Event.objects.filter(pk__in=[row.pk for row in rows])
+    }
+    assert states == {
+        rows[0].pk: (WorkStatus.PROCESSING, None, None, taken_token),
+        rows[1].pk: (WorkStatus.PROCESSED, "done-1", "announced", None),
+        rows[2].pk: (WorkStatus.PROCESSED, "done-2", "announced", None),
+    }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("with_json_values", [False, True])
+def test_per_item_values_are_recorded_as_given_whichever_way_they_travel(clock, with_json_values):
+    """Plain values (text, UUIDs, times) go as one JSON array of rows, others (a JSON
+    document) as an array per column: the rows end the same either way."""
+    rows = make_rows(clock, 3)
+    when = {
+        row.pk: clock.current + dt.timedelta(seconds=n, microseconds=7)
+        for n, row in enumerate(rows)
+    }
+
+    class Work(CountingWork):
+        def done_values(self, items: list[Event]) -> dict[str, Any]:
+            values: dict[str, Any] = {
+                "external_id": PerItem({item.pk: f'é "{item.payload["n"]}"' for item in items}),
+                "occurred_at": PerItem({item.pk: when[item.pk] for item in items}),
+                "contact_id": PerItem({item.pk: None for item in items}),
+            }
+            if with_json_values:
+                values["payload"] = PerItem({item.pk: {"done": item.pk.hex} for item in items})
+            return values
+
+    outcome = claim_and_run(make_queue(), Work())
+
+    assert len(outcome.processed) == 3
+    for row in rows:
+        row.refresh_from_db()
+        assert row.status == WorkStatus.PROCESSED
+        assert row.external_id == f'é "{rows.index(row)}"'
+        assert row.occurred_at == when[row.pk]
+        assert row.contact_id is None
+        if with_json_values:
+            assert row.payload == {"done": row.pk.hex}

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from config.celery import app
 from events.models import Event
@@ -174,6 +176,25 @@ def test_a_batch_opens_one_connection_per_provider(push, ada, fcm, apns):
     assert len(apns.delivered) == 6
     assert apns.connections == 1
     assert PushMessage.objects.filter(status="sent").count() == 6
+
+
+def test_a_batch_s_queries_do_not_grow_with_its_messages(push, ada, fcm, apns, settings):
+    settings.PUSH_RECORD_EVERY = 100
+    bob = push.contact()
+    push.install(ada, "fcm", FCM_TOKEN)
+    push.install(bob, "apns", APNS_TOKEN)
+
+    def batch_queries(messages: int) -> int:
+        for n in range(messages):
+            send(push, contact_id=str((ada, bob)[n % 2].id), body=f"note {n}")
+        with CaptureQueriesContext(connection) as captured:
+            assert push_deliver_batch() == messages
+        return len(captured.captured_queries)
+
+    batch_queries(2)  # the providers' readiness is read once per process
+    assert batch_queries(2) == batch_queries(8)
+    assert PushMessage.objects.filter(status="sent").count() == 12
+    assert len(fcm.messages) + len(apns.delivered) == 12
 
 
 def test_a_drain_keeps_one_connection_per_provider_across_its_batches(

@@ -56,6 +56,23 @@ def transport(allow_http: None) -> Iterator[ApnsTransport]:
     opened.close()
 
 
+def test_device_paths_and_ids_stay_out_of_the_connection_s_header_table(transport, standin):
+    for device in (DEVICE, OTHER_DEVICE, DEVICE, OTHER_DEVICE):
+        transport.send(PushTarget(token=device), PAYLOAD)
+
+    assert standin.problems == []
+    assert len(standin.delivered) == 4
+    [connection] = transport.client._pool.connections
+    table = connection._connection._h2_state.encoder.header_table
+    entries = [(name, value) for name, value in table.dynamic_entries]
+    # Only the first request, sent before httpcore let the connection be tuned, added its.
+    assert [value for name, value in entries if name == b":path"] == [
+        f"/3/device/{DEVICE}".encode()
+    ]
+    assert len([name for name, _ in entries if name == b"apns-id"]) == 1
+    assert (b"apns-topic", b"com.example.shop") in entries
+
+
 def failure(transport: Any, device: str = DEVICE) -> PushSendError:
     with pytest.raises(PushSendError) as raised:
         transport.send(PushTarget(token=device), PAYLOAD)
