@@ -2,16 +2,19 @@
 SDK's stateless Streamable HTTP session manager in JSON-response mode.
 
 The service runs under WSGI; the SDK's transport is ASGI. A request's own thread runs an
-event loop (one per thread, reused) until the SDK has answered: a fresh session manager
-serves the one request, then stops. Whatever a handler must run against Django (the tool
-call, its audit row) is queued and run on that thread between two turns of the loop,
-while no loop is running, so Django's ORM runs as it does in any view (its own thread,
-its own connection) and nothing crosses threads. Stateless mode keeps nothing between
+event loop (one per thread, reused) until the SDK has answered: a 2025-era request that
+gets one JSON answer (a tool call, a listing) goes straight to the SDK's single-exchange
+driver (`serve_one`, as the 2026-era entry does), and anything else to a fresh session
+manager that serves the one request, then stops. Whatever a handler must run against
+Django (the tool call, its audit row) is queued and run on that thread between two turns
+of the loop, while no loop is running, so Django's ORM runs as it does in any view (its
+own thread, its own connection) and nothing crosses threads. Stateless mode keeps nothing between
 requests, so any thread of any process answers any call.
 """
 
 import asyncio
 import functools
+import logging
 import threading
 import weakref
 from collections import deque
@@ -22,12 +25,31 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types as types
 import orjson
+import pydantic_core
 from django.conf import settings
 from django.http import HttpRequest
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
+from mcp.server.runner import serve_one
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.jsonrpc_dispatcher import (
+    handler_exception_to_error_data,
+    progress_token_from_params,
+)
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.transport_context import TransportContext
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.requests import Request
 
 from agent.catalog import catalog
 from agent.services import tool_call_perform
@@ -35,6 +57,8 @@ from tenancy.access import KeyRecord
 from tenancy.ratelimit import RateDecision
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 SERVER_NAME = "sendrealm"
 INSTRUCTIONS = (
@@ -212,6 +236,114 @@ def serve(scope: dict[str, Any], body: bytes) -> ResponseParts:
 
 
 async def _exchange(scope: dict[str, Any], body: bytes) -> ResponseParts:
+    """One request: a 2025-era call straight through the SDK's single-exchange driver
+    when it is one, anything else through a session manager of its own."""
+    request = Request(scope)
+    message = _single_call(request, body)
+    if message is None or await _SECURITY_CHECK.validate_request(request, is_post=True):
+        return await _through_manager(scope, body)
+    try:
+        return await _single_exchange(request, message)
+    finally:
+        scope[SCOPE_KEY].jobs.wake_up()
+
+
+# The requests `_single_call` takes: a 2025-era client's (a protocol version of the
+# handshake era, or none), one JSON-RPC request other than `initialize`, as JSON.
+_SECURITY_CHECK = TransportSecurityMiddleware(_SECURITY)
+
+
+def _single_call(request: Request, body: bytes) -> types.JSONRPCRequest | None:
+    """The JSON-RPC request of a 2025-era POST that the SDK's stateless transport would
+    answer with one JSON response, read and checked as that transport reads it; None for
+    anything else (other methods, bodies or headers, other eras, errors to report),
+    which the session manager answers.
+
+    The stateless transport serves such a request by building a transport, a JSON-RPC
+    dispatcher, memory streams and task groups for it, then hands it to the same request
+    runner `serve_one` drives: most of the CPU of a 2025-era call, none of it needed for
+    one request that gets one answer (the 2026-era entry drives `serve_one` directly)."""
+    if request.method != "POST" or len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+        return None
+    version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+    if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None
+    if not check_accept_headers(request)[0]:
+        return None
+    try:
+        message = types.jsonrpc_message_adapter.validate_python(
+            pydantic_core.from_json(body), by_name=False
+        )
+    except ValueError:
+        return None
+    if not isinstance(message, types.JSONRPCRequest) or message.method == "initialize":
+        return None
+    return message
+
+
+@dataclass
+class _OneRequest:
+    """The dispatch context of a single exchange, as the stateless transport gives its
+    requests in JSON-response mode: the answer is the only thing the response carries, so
+    there is no channel for server-to-client requests, and notifications are dropped."""
+
+    transport: TransportContext
+    request_id: types.RequestId
+    message_metadata: ServerMessageMetadata
+    progress_token: types.ProgressToken | None = None
+    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
+    can_send_request: bool = False
+
+    async def send_raw_request(
+        self, method: str, params: Any, opts: CallOptions | None = None
+    ) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(self, method: str, params: Any, opts: CallOptions | None = None) -> None:
+        return None
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        return None
+
+
+async def _single_exchange(request: Request, message: types.JSONRPCRequest) -> ResponseParts:
+    """Answers a `_single_call` as the stateless transport does: the request runner's
+    result, or its error mapped as the SDK's JSON-RPC dispatcher maps it (an `MCPError`
+    as itself, invalid parameters, else code 0 with the message), as one JSON body."""
+    server = _shared_server()
+    version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER, types.DEFAULT_NEGOTIATED_VERSION)
+    context = _OneRequest(
+        transport=TransportContext(kind="streamable-http", can_send_request=False),
+        request_id=message.id,
+        message_metadata=ServerMessageMetadata(request_context=request, can_send_request=False),
+        progress_token=progress_token_from_params(message.params),
+    )
+    reply: types.JSONRPCResponse | types.JSONRPCError
+    async with server.lifespan(server) as state:
+        try:
+            result = await serve_one(
+                server,
+                context,
+                message.method,
+                message.params,
+                connection=Connection.from_envelope(version, None, None),
+                lifespan_state=state,
+            )
+        except Exception as exc:
+            error = handler_exception_to_error_data(exc)
+            if error is None:
+                logger.exception("MCP handler for %r raised", message.method)
+                error = types.ErrorData(code=0, message=str(exc))
+            reply = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+        else:
+            reply = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
+    body = reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    return 200, [(b"content-type", b"application/json")], body
+
+
+async def _through_manager(scope: dict[str, Any], body: bytes) -> ResponseParts:
     """One request through a session manager of its own, its response collected."""
     status = 500
     headers: list[tuple[bytes, bytes]] = []
