@@ -429,7 +429,9 @@ class WorkQueue(Generic[T]):
                 done = self._run_apart(live, work, token=token, outcome=outcome)
             if done:
                 work.finish(done)
-                marked = self._record_done(token=token, items=done, values=work.done_values(done))
+                marked = self._record_done(
+                    token=token, items=done, values=work.done_values(done), held=self.relock
+                )
                 if len(marked) < len(done):
                     for item in done:
                         work.dropped(item)
@@ -451,22 +453,12 @@ class WorkQueue(Generic[T]):
         if not items:
             return outcome
         with transaction.atomic():
-            columns = {**_DONE_COLUMNS, **work.done_values(items)}
-            if self._in_one_update(columns):
-                held = self._record_done_postgresql(items=items, columns=columns, token=token)
-                done = [item for item in items if item.pk in held]
-                if done:
-                    work.finish(done)
-            else:
-                held = set(
-                    self._rows.select_for_update()
-                    .filter(pk__in=[item.pk for item in items], claim_token=token)
-                    .values_list("pk", flat=True)
-                )
-                done = [item for item in items if item.pk in held]
-                if done:
-                    work.finish(done)
-                    self._record_done(token=token, items=done, values=work.done_values(done))
+            marked = self._record_done(
+                token=token, items=items, values=work.done_values(items), held=False
+            )
+            done = [item for item in items if item.pk in marked]
+            if done:
+                work.finish(done)
             outcome.skipped = len(items) - len(done)
         outcome.processed.extend(item.pk for item in done)
         work_outcomes_count(self.label, done=len(done), retried=0, dead_lettered=0)
@@ -505,13 +497,15 @@ class WorkQueue(Generic[T]):
             done.append(item)
         return done
 
-    def _record_done(self, *, token: uuid.UUID, items: list[T], values: dict[str, Any]) -> set[Any]:
-        """Marks the items done; the keys of those marked. Without the re-lock, only rows
-        this claim still holds are (their token is ours: a takeover gives a row a new one,
-        and an outcome clears it); with it, `run` holds and checked them all."""
+    def _record_done(
+        self, *, token: uuid.UUID, items: list[T], values: dict[str, Any], held: bool
+    ) -> set[Any]:
+        """Marks the items done; the keys of those marked. With `held`, the caller holds
+        and checked them all (the re-lock); else only the rows this claim still holds are
+        (their token is ours: a takeover gives a row a new one, and an outcome clears it)."""
         columns: dict[str, Any] = {**_DONE_COLUMNS, **values}
         if self._in_one_update(columns):
-            if self.relock:
+            if held:
                 self._record_done_postgresql(items=items, columns=columns)
                 return {item.pk for item in items}
             return self._record_done_postgresql(items=items, columns=columns, token=token)
@@ -519,20 +513,20 @@ class WorkQueue(Generic[T]):
             if isinstance(value, PerItem):
                 columns[name] = self._per_item(name, value)
         keys = [item.pk for item in items]
-        held = set(keys)
-        if not self.relock:
+        marked = set(keys)
+        if not held:
             # Read, then written in the same transaction: on PostgreSQL the rows read are
             # locked until its end; SQLite, the other database here, runs one writing
             # transaction at a time.
-            held = set(
+            marked = set(
                 self._rows.select_for_update()
                 .filter(pk__in=keys, status=WorkStatus.PROCESSING, claim_token=token)
                 .values_list("pk", flat=True)
             )
         self._rows.filter(
-            pk__in=list(held), status=WorkStatus.PROCESSING, claim_token=token
+            pk__in=list(marked), status=WorkStatus.PROCESSING, claim_token=token
         ).update(**columns)
-        return held
+        return marked
 
     @staticmethod
     def _in_one_update(columns: dict[str, Any]) -> bool:
