@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from bench.harness import Context, Server, log
+from bench.harness import Context, Server
 from bench.loadgen import HttpSpec, Measurement
 
 CLIENTS = 8
@@ -59,18 +58,6 @@ def _measure(
     return ctx._run(spec, CLIENTS, duration, None)
 
 
-def _merged(runs: list[Measurement]) -> dict[str, float]:
-    latencies = sorted(latency for run in runs for latency in run.latencies)
-    merged = Measurement(latencies=latencies, seconds=sum(run.seconds for run in runs))
-    return {
-        "ops_per_s": sum(run.ops_per_s for run in runs) / len(runs),
-        "p50_ms": merged.percentile_ms(0.50),
-        "p95_ms": merged.percentile_ms(0.95),
-        "p99_ms": merged.percentile_ms(0.99),
-        "errors": sum(run.errors for run in runs),
-    }
-
-
 def run(ctx: Context) -> Iterator[dict[str, Any]]:
     key = ctx.keys()["keys"]["project"]
     # The harness's own server prepared the database and the keys; the two below serve it.
@@ -96,34 +83,11 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         finally:
             for server in servers.values():
                 server.stop()
-    with_limits, without = _merged(measured["on"]), _merged(measured["off"])
-    rounds = [
-        on_turn.ops_per_s / off_turn.ops_per_s
-        for on_turn, off_turn in zip(measured["on"], measured["off"], strict=True)
-        if off_turn.ops_per_s
-    ]
-    ratio = statistics.median(rounds) if rounds else None
-    log(
-        "meter and rate limiter on/off by round: "
-        + ", ".join(f"{value:.3f}" for value in rounds)
-        + (f"; median {ratio:.3f}" if ratio is not None else "")
-    )
+    without = Measurement.joined(measured["off"])
     yield {
-        "name": f"events_ingest_limits_c{CLIENTS}",
-        "ops_per_s": round(with_limits["ops_per_s"], 1),
-        "p50_ms": round(with_limits["p50_ms"], 3),
-        "p95_ms": round(with_limits["p95_ms"], 3),
-        "p99_ms": round(with_limits["p99_ms"], 3),
-        "baseline_ops_per_s": round(without["ops_per_s"], 1),
-        "baseline_p50_ms": round(without["p50_ms"], 3),
-        "baseline_p95_ms": round(without["p95_ms"], 3),
-        "baseline_p99_ms": round(without["p99_ms"], 3),
-        "ratio": round(ratio, 4) if ratio is not None else None,
-        "ratio_of_means": round(with_limits["ops_per_s"] / without["ops_per_s"], 4)
-        if without["ops_per_s"]
-        else None,
-        "round_ratios": [round(value, 4) for value in rounds],
+        **ctx.result_in_rounds(f"events_ingest_limits_c{CLIENTS}", measured["on"], measured["off"]),
+        "baseline_p50_ms": round(without.percentile_ms(0.50), 3),
+        "baseline_p95_ms": round(without.percentile_ms(0.95), 3),
+        "baseline_p99_ms": round(without.percentile_ms(0.99), 3),
         "aim": 0.95,
-        "concurrency": CLIENTS,
-        "errors": int(with_limits["errors"] + without["errors"]),
     }

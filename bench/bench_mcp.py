@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from bench.harness import Context, Server, log
+from bench.harness import Context, Server
 from bench.loadgen import Measurement
 
 CLIENTS = 8
@@ -129,7 +128,7 @@ def _measure(ctx: Context, server: Server, keys: dict[str, Any]) -> Iterator[dic
         # Each round starts with another of the three.
         for name in names[round_ % 3 :] + names[: round_ % 3]:
             measured[name].append(turn(name))
-    rest = _merged(measured["rest"])
+    rest = Measurement.joined(measured["rest"])
     baseline = ctx.sql(
         "SELECT * FROM contacts_contact WHERE id = %s AND project_id = %s AND deleted_at IS NULL",
         (contact["id"], project_id),
@@ -137,24 +136,6 @@ def _measure(ctx: Context, server: Server, keys: dict[str, Any]) -> Iterator[dic
     )
     yield ctx.result(f"contacts_get_c{CLIENTS}", rest, baseline)
     for name in variants:
-        rounds = [
-            tool.ops_per_s / call.ops_per_s
-            for tool, call in zip(measured[name], measured["rest"], strict=True)
-            if call.ops_per_s
-        ]
-        log(f"mcp {name} / REST by round: " + ", ".join(f"{value:.3f}" for value in rounds))
-        line = ctx.result(f"mcp_contacts_get_{name}_c{CLIENTS}", _merged(measured[name]), rest)
-        line["ratio_of_means"] = line["ratio"]
-        line["ratio"] = round(statistics.median(rounds), 4) if rounds else None
-        line["round_ratios"] = [round(value, 4) for value in rounds]
-        yield line
-
-
-def _merged(turns: list[Measurement]) -> Measurement:
-    """The turns as one measurement: all latencies over the turns' summed seconds."""
-    return Measurement(
-        latencies=[latency for turn in turns for latency in turn.latencies],
-        seconds=sum(turn.seconds for turn in turns),
-        errors=sum(turn.errors for turn in turns),
-        concurrency=CLIENTS,
-    )
+        yield ctx.result_in_rounds(
+            f"mcp_contacts_get_{name}_c{CLIENTS}", measured[name], measured["rest"]
+        )

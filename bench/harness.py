@@ -15,6 +15,7 @@ import os
 import secrets
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -357,6 +358,25 @@ class Context:
             "concurrency": measured.concurrency,
             "errors": measured.errors + baseline.errors,
         }
+
+    def result_in_rounds(
+        self, name: str, measured: list[Measurement], baseline: list[Measurement]
+    ) -> dict[str, Any]:
+        """One JSON line for work measured in rounds, each a turn of it and a turn of its
+        baseline back to back: the turns joined, and as `ratio` the median of the rounds'
+        ratios (the machine's drift between rounds cancels out within each);
+        `ratio_of_means` and `round_ratios` beside it."""
+        rounds = [
+            turn.ops_per_s / other.ops_per_s
+            for turn, other in zip(measured, baseline, strict=True)
+            if other.ops_per_s
+        ]
+        log(f"{name} by round: " + ", ".join(f"{value:.3f}" for value in rounds))
+        line = self.result(name, Measurement.joined(measured), Measurement.joined(baseline))
+        line["ratio_of_means"] = line["ratio"]
+        line["ratio"] = round(statistics.median(rounds), 4) if rounds else None
+        line["round_ratios"] = [round(value, 4) for value in rounds]
+        return line
 
     def close(self) -> None:
         if self._server is not None:

@@ -155,6 +155,17 @@ class Measurement:
     def ops_per_s(self) -> float:
         return self.count / self.seconds if self.seconds > 0 else 0.0
 
+    @classmethod
+    def joined(cls, turns: list[Measurement]) -> Measurement:
+        """Turns of the same work as one measurement: every latency over their summed
+        seconds."""
+        return cls(
+            latencies=[latency for turn in turns for latency in turn.latencies],
+            seconds=sum(turn.seconds for turn in turns),
+            errors=sum(turn.errors for turn in turns),
+            concurrency=turns[0].concurrency if turns else 0,
+        )
+
     def percentile_ms(self, fraction: float) -> float:
         if not self.latencies:
             return math.nan
