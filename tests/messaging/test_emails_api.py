@@ -371,3 +371,18 @@ def test_tracking_policies_are_project_policies(api, world):
     policies = response.json()["data"]["policies"]
     assert policies["track_opens"] is False
     assert policies["track_clicks"] is True
+
+
+@pytest.mark.parametrize("whose", ["unknown", "foreign"])
+def test_a_template_test_of_an_unknown_or_foreign_template_is_404(api, world, whose):
+    foreign = MessageTemplateFactory(project=world.foreign_project, from_email="n@example.com")
+    TemplateVersionFactory(template=foreign)
+    template_id = foreign.id if whose == "foreign" else "00000000-0000-0000-0000-000000000009"
+
+    response = api.post(
+        f"/templates/{template_id}/test", {"to": "a@example.net"}, key=world.keys["project"]
+    )
+
+    error = assert_error(response, 404, "not_found")
+    assert error["issues"] == []
+    assert not Email.objects.exists()
