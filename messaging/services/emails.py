@@ -517,6 +517,8 @@ def template_test_send(
         raise ValidationFailed.at(
             "to", "Email templates are tested with `to` (an address).", code="required"
         )
+    # `to` is one address here (not a list, as in `POST /emails`): its problem is at `to`.
+    _checked_address(to, "to")
     version = template_version_current(template=template)
     if version is None:
         raise Conflict("The template has no content to send.")
