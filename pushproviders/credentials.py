@@ -1,6 +1,6 @@
 """Provider credentials: checking what a user gives (service account, APNs key, VAPID
 keys, Web Push subscription keys), generating VAPID key pairs, and turning what is stored
-back into credentials a sender can use. Pure functions apart from the URL check.
+back into credentials a sender can use. Pure functions: no DNS, no network.
 
 Error messages name what is wrong, never the secret's content.
 """
@@ -52,11 +52,13 @@ def b64url(raw: bytes) -> str:
 
 
 def url_checked(url: Any, path: str) -> str:
-    """A URL the service may fetch (config.netguard), with PUSH_ALLOW_HTTP applied."""
+    """A URL the service may fetch later, as far as its text tells (config.netguard's
+    `url_well_formed`, with PUSH_ALLOW_HTTP applied): a name is not resolved here, since
+    what it resolves to can change before the fetch, which checks it when it connects."""
     if not isinstance(url, str):
         raise CredentialInvalid(path, "Must be a URL.")
     try:
-        netguard.url_checked(url, allow_loopback_http=settings.PUSH_ALLOW_HTTP)
+        netguard.url_well_formed(url, allow_loopback_http=settings.PUSH_ALLOW_HTTP)
     except netguard.UrlRefused as refused:
         raise CredentialInvalid(path, str(refused)) from None
     return url
@@ -78,7 +80,7 @@ class ServiceAccount:
 
 def service_account_parsed(raw: Any, *, path: str = "service_account") -> dict[str, Any]:
     """The service account as a JSON object, from an object or a JSON string; checked
-    (members present, key parses, token URI fetchable). CredentialInvalid otherwise."""
+    (members present, key parses, token URI well formed). CredentialInvalid otherwise."""
     if isinstance(raw, str):
         if len(raw) > SERVICE_ACCOUNT_MAX_CHARS:
             raise CredentialInvalid(path, "Is longer than a service account can be.")
