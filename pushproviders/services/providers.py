@@ -76,7 +76,10 @@ def _settings_from(
     fields: dict[str, Any] = {}
 
     def fail(error: CredentialInvalid) -> None:
-        issues.append(Issue(code="invalid", path=error.path, message=error.message))
+        issues.extend(
+            Issue(code="invalid", path=problem.path, message=problem.message)
+            for problem in error.every
+        )
 
     for name in sorted(set(body) - {"name", "status", "platform"} - PLATFORM_MEMBERS[platform]):
         issues.append(

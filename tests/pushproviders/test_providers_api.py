@@ -326,6 +326,45 @@ def test_a_malformed_service_account_is_400_and_stores_nothing(api, world, app, 
     assert keys.rsa_pem().splitlines()[1] not in response.content.decode()
 
 
+def test_every_missing_member_of_a_service_account_is_reported_at_once(api, world, app):
+    account = keys.service_account(client_email=None, private_key="  ", token_uri=None)
+
+    response = add(api, world, app, {"platform": "fcm", "service_account": account})
+
+    assert issue_paths(response) == [
+        "service_account.client_email",
+        "service_account.private_key",
+        "service_account.token_uri",
+    ]
+    assert {issue["code"] for issue in response.json()["error"]["issues"]} == {"invalid"}
+    assert not PushProvider.objects.exists()
+
+
+def test_a_service_account_s_problems_of_every_kind_are_reported_together(api, world, app):
+    account = keys.service_account(
+        project_id=None,
+        type="user",
+        private_key="-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        token_uri="http://oauth2.googleapis.com/token",
+    )
+
+    response = add(
+        api,
+        world,
+        app,
+        {"platform": "fcm", "service_account": account, "android_package_name": "not a name"},
+    )
+
+    assert issue_paths(response) == [
+        "android_package_name",
+        "service_account.project_id",
+        "service_account.type",
+        "service_account.private_key",
+        "service_account.token_uri",
+    ]
+    assert keys.rsa_pem().splitlines()[1] not in response.content.decode()
+
+
 @pytest.mark.parametrize(
     "token_uri",
     [
