@@ -47,15 +47,19 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What a call answered: the structured result, or the error object when `is_error`."""
+    """What a call answered: the structured result, or the error object when `is_error`.
+    `structured` is None when the endpoint's data is `null` (a lookup that found nothing):
+    MCP's structured content is an object, so such a result has only its text."""
 
     status: int
-    structured: dict[str, Any]
+    structured: dict[str, Any] | None
     is_error: bool
 
     @property
     def code(self) -> str:
-        return str(self.structured.get("code", "")) if self.is_error else "ok"
+        if not self.is_error or self.structured is None:
+            return "ok"
+        return str(self.structured.get("code", ""))
 
 
 def _failure(status: int, error: dict[str, Any]) -> ToolOutcome:
@@ -188,13 +192,12 @@ def _answer(response: HttpResponseBase) -> tuple[int, Any]:
     return response.status_code, orjson.loads(content) if content else None
 
 
-def _structured(tool: AgentTool, body: dict[str, Any]) -> dict[str, Any]:
+def _structured(tool: AgentTool, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The endpoint's `data` as it is (a list with its `metadata`); `null` stays None."""
     data = body.get("data")
     if tool.listing is not None:
         return {"items": data, "metadata": body.get("metadata")}
-    if tool.result_member is not None:
-        return {tool.result_member: data}
-    if isinstance(data, dict):
+    if data is None or isinstance(data, dict):
         return data
     return {"data": data}
 

@@ -150,11 +150,15 @@ async def _call_tool(
         ),
     )
     # The same object as text, for clients that read only `content`.
-    text = orjson.dumps(outcome.structured).decode()
+    content: list[types.ContentBlock] = [
+        types.TextContent(text=orjson.dumps(outcome.structured).decode())
+    ]
+    if outcome.structured is None:
+        # Data that is `null`: only the text says it, since structured content is an
+        # object (a member set to null would be sent as `"structuredContent": null`).
+        return types.CallToolResult(content=content, is_error=outcome.is_error)
     return types.CallToolResult(
-        content=[types.TextContent(text=text)],
-        structured_content=outcome.structured,
-        is_error=outcome.is_error,
+        content=content, structured_content=outcome.structured, is_error=outcome.is_error
     )
 
 

@@ -2,6 +2,8 @@
 
 from typing import Any
 
+import orjson
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -15,6 +17,9 @@ from tenancy.ratelimit import RateDecision, rate_limit_enforce
 JSON = "application/json"
 # What an MCP client must accept (the SDK's own test, wildcards included).
 _ACCEPTS_JSON = frozenset({JSON, "application/*", "*/*"})
+# The JSON-RPC error code of a key /mcp does not take: in the implementation-defined band
+# (-32000..-32019), past the SDK's own -32000 and -32001 and the retired -32002.
+KEY_NOT_ACCEPTED = -32003
 
 
 def _refusal(error: ServiceError, headers: dict[str, str] | None = None) -> JsonResponse:
@@ -29,6 +34,39 @@ def _refusal(error: ServiceError, headers: dict[str, str] | None = None) -> Json
     for name, value in (headers or {}).items():
         response[name] = value
     return response
+
+
+def _request_id(request: HttpRequest) -> int | str | None:
+    """The id of the JSON-RPC request in the body, when there is one to read."""
+    try:
+        message = orjson.loads(request.body)
+    except (orjson.JSONDecodeError, RequestDataTooBig):
+        return None
+    value = message.get("id") if isinstance(message, dict) else None
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
+def _json_rpc_refusal(request: HttpRequest, error: ServiceError) -> JsonResponse:
+    """A refusal MCP clients show: the official client reads a JSON-RPC error in the body
+    of a non-2xx answer and raises it with its message, but reports any other body as
+    "Server returned an error response". The envelope's error object is its `data`, and
+    `status` the envelope's status."""
+    envelope = error_body(
+        status=error.status,
+        code=error.code,
+        message=error.message,
+        details=error.details,
+        issues=[issue.as_dict() for issue in error.issues],
+    )
+    body = {
+        "jsonrpc": "2.0",
+        "id": _request_id(request),
+        "status": error.status,
+        "error": {"code": KEY_NOT_ACCEPTED, "message": error.message, "data": envelope["error"]},
+    }
+    return JsonResponse(body, status=error.status)
 
 
 def _accepts_json(request: HttpRequest) -> bool:
@@ -62,8 +100,9 @@ def _asgi_scope(request: HttpRequest, call: CallScope) -> dict[str, Any]:
 @csrf_exempt
 def mcp_view(request: HttpRequest) -> HttpResponse:
     """Checks what HTTP decides (the key and its rate limit, the method, the media types)
-    and answers it in the error envelope; a request that passes is the SDK's to answer in
-    JSON-RPC. Every answer to a known key carries its RateLimit headers."""
+    and answers it in the error envelope (an integration key in a JSON-RPC error, which
+    MCP clients show); a request that passes is the SDK's to answer in JSON-RPC. Every
+    answer to a known key carries its RateLimit headers."""
     try:
         key = api_key_authenticate(request.META.get("HTTP_AUTHORIZATION", ""))
     except ServiceError as error:
@@ -82,7 +121,13 @@ def mcp_view(request: HttpRequest) -> HttpResponse:
 
 def _answer(request: HttpRequest, key: KeyRecord, decision: RateDecision | None) -> HttpResponse:
     if not key.is_personal:
-        return _refusal(Forbidden("The MCP endpoint accepts only personal keys (`sr_user_`)."))
+        return _json_rpc_refusal(
+            request,
+            Forbidden(
+                "The MCP endpoint accepts only personal keys (`sr_user_`); this is an "
+                "integration key, which the REST API takes."
+            ),
+        )
     if request.method != "POST":
         # Stateless JSON mode has no stream to open (GET) and no session to end (DELETE).
         return _refusal(

@@ -37,8 +37,7 @@ class AgentTool:
     `query` names the query parameters an agent may give (lists add `limit` and `after`).
     Every other argument is a member of the JSON body. `member_schemas` gives a body member
     a fuller JSON Schema than the document's (the dotted path of a function returning it),
-    such as an automation definition's. `result_member` wraps an answer that may not be an
-    object (`{"contact": null}`).
+    such as an automation definition's. The result is the endpoint's `data` as it is.
 
     `route` serves a tool that fronts several operations: the dotted path of
     `fn(project=, access=, arguments=) -> (operation, resource_id)`, called once the project
@@ -56,7 +55,6 @@ class AgentTool:
     path_values: Mapping[str, tuple[str, ...] | None] = field(default_factory=dict)
     path_names: Mapping[str, str] = field(default_factory=dict)
     member_schemas: Mapping[str, str] = field(default_factory=dict)
-    result_member: str | None = None
     project_scoped: bool = True
     route: str | None = None
 

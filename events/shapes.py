@@ -80,6 +80,13 @@ _NAME_QUALIFIERS = frozenset(
 )
 
 
+# A name ending in one of these is a record's identifier (`email_id`, `userId`): it points
+# at a record, it does not hold the person's data, so the words before it do not count.
+_ID_WORDS = frozenset({"id", "ids", "uuid", "uuids"})
+# ... unless the identifier is a number a person is known by (`passport_id`, `tax_id`).
+_DOCUMENT_WORDS = frozenset({"ssn", "passport", "iban", "national", "tax"})
+
+
 def _words(key: str) -> list[str]:
     return [word.lower() for word in _WORDS.findall(key)]
 
@@ -87,16 +94,27 @@ def _words(key: str) -> list[str]:
 # Payloads of one event name repeat their keys: each key is judged once per process.
 @functools.lru_cache(maxsize=4096)
 def name_looks_personal(key: str) -> bool:
-    """True for field names like `email`, `phone_number`, `shippingAddress`, `first_name`."""
+    """True for field names like `email`, `phone_number`, `shippingAddress`, `first_name`;
+    false for ids of records such as `email_id` or `user_id`."""
     words = _words(key)
     if not words:
         return False
+    if words[-1] in _ID_WORDS:
+        return any(word in _DOCUMENT_WORDS for word in words)
     if any(word in _PII_WORDS for word in words):
         return True
     if "name" in words:
         index = words.index("name")
         return len(words) == 1 or (index > 0 and words[index - 1] in _NAME_QUALIFIERS)
     return False
+
+
+def path_names_an_id(path: str) -> bool:
+    """True when the last field of a catalog path (`items[].email_id`) is a record's id
+    by its name alone."""
+    key = path.rpartition(".")[2].removesuffix("[]")
+    words = _words(key)
+    return bool(words) and words[-1] in _ID_WORDS and not name_looks_personal(key)
 
 
 def _luhn(digits: str) -> bool:

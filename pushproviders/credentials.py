@@ -1,6 +1,6 @@
 """Provider credentials: checking what a user gives (service account, APNs key, VAPID
 keys, Web Push subscription keys), generating VAPID key pairs, and turning what is stored
-back into credentials a sender can use. Pure functions apart from the URL check.
+back into credentials a sender can use. Pure functions: no DNS, no network.
 
 Error messages name what is wrong, never the secret's content.
 """
@@ -9,6 +9,7 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,12 +30,27 @@ WEB_PUSH_AUTH_BYTES = 16
 
 
 class CredentialInvalid(ValueError):
-    """A credential that cannot be used; `path` is the member (dotted) it came from."""
+    """A credential that cannot be used; `path` is the member (dotted) it came from.
+    `others` are the further problems found in the same credential, so that a caller can
+    report them all at once (`every`)."""
 
-    def __init__(self, path: str, message: str) -> None:
+    def __init__(
+        self, path: str, message: str, *, others: Sequence["CredentialInvalid"] = ()
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.message = message
+        self.others = tuple(others)
+
+    @property
+    def every(self) -> tuple["CredentialInvalid", ...]:
+        return (self, *self.others)
+
+
+def _raise_all(problems: list[CredentialInvalid]) -> None:
+    if problems:
+        first, *others = problems
+        raise CredentialInvalid(first.path, first.message, others=others)
 
 
 def b64url_decoded(value: str) -> bytes:
@@ -52,11 +68,13 @@ def b64url(raw: bytes) -> str:
 
 
 def url_checked(url: Any, path: str) -> str:
-    """A URL the service may fetch (config.netguard), with PUSH_ALLOW_HTTP applied."""
+    """A URL the service may fetch later, as far as its text tells (config.netguard's
+    `url_well_formed`, with PUSH_ALLOW_HTTP applied): a name is not resolved here, since
+    what it resolves to can change before the fetch, which checks it when it connects."""
     if not isinstance(url, str):
         raise CredentialInvalid(path, "Must be a URL.")
     try:
-        netguard.url_checked(url, allow_loopback_http=settings.PUSH_ALLOW_HTTP)
+        netguard.url_well_formed(url, allow_loopback_http=settings.PUSH_ALLOW_HTTP)
     except netguard.UrlRefused as refused:
         raise CredentialInvalid(path, str(refused)) from None
     return url
@@ -78,7 +96,7 @@ class ServiceAccount:
 
 def service_account_parsed(raw: Any, *, path: str = "service_account") -> dict[str, Any]:
     """The service account as a JSON object, from an object or a JSON string; checked
-    (members present, key parses, token URI fetchable). CredentialInvalid otherwise."""
+    (members present, key parses, token URI well formed). CredentialInvalid otherwise."""
     if isinstance(raw, str):
         if len(raw) > SERVICE_ACCOUNT_MAX_CHARS:
             raise CredentialInvalid(path, "Is longer than a service account can be.")
@@ -88,24 +106,46 @@ def service_account_parsed(raw: Any, *, path: str = "service_account") -> dict[s
             raise CredentialInvalid(path, "Must be a JSON object or a JSON string.") from None
     if not isinstance(raw, dict):
         raise CredentialInvalid(path, "Must be a JSON object or a JSON string of one.")
-    service_account_checked(raw, path=path)
-    url_checked(raw["token_uri"], f"{path}.token_uri")
+    problems = _service_account_problems(raw, path=path)
+    if _given(raw, "token_uri"):
+        try:
+            url_checked(raw["token_uri"], f"{path}.token_uri")
+        except CredentialInvalid as problem:
+            problems.append(problem)
+    _raise_all(problems)
     return raw
 
 
-def service_account_checked(value: dict[str, Any], *, path: str = "service_account") -> None:
-    """The offline checks of a service account (no DNS): members and private key."""
-    for member in SERVICE_ACCOUNT_MEMBERS:
-        if not isinstance(value.get(member), str) or not value[member].strip():
-            raise CredentialInvalid(f"{path}.{member}", "Is required (a non-empty string).")
+def _given(value: dict[str, Any], member: str) -> bool:
+    return isinstance(value.get(member), str) and bool(value[member].strip())
+
+
+def _service_account_problems(value: dict[str, Any], *, path: str) -> list[CredentialInvalid]:
+    """Every problem of a service account's members, in member order."""
+    problems = [
+        CredentialInvalid(f"{path}.{member}", "Is required (a non-empty string).")
+        for member in SERVICE_ACCOUNT_MEMBERS
+        if not _given(value, member)
+    ]
     if value.get("type", "service_account") != "service_account":
-        raise CredentialInvalid(f"{path}.type", "Must be `service_account`.")
-    try:
-        key = serialization.load_pem_private_key(value["private_key"].encode(), password=None)
-    except (ValueError, TypeError):
-        raise CredentialInvalid(f"{path}.private_key", "Is not a PEM private key.") from None
-    if not isinstance(key, rsa.RSAPrivateKey):
-        raise CredentialInvalid(f"{path}.private_key", "Must be an RSA private key.")
+        problems.append(CredentialInvalid(f"{path}.type", "Must be `service_account`."))
+    if _given(value, "private_key"):
+        try:
+            key = serialization.load_pem_private_key(value["private_key"].encode(), password=None)
+        except (ValueError, TypeError):
+            problems.append(CredentialInvalid(f"{path}.private_key", "Is not a PEM private key."))
+        else:
+            if not isinstance(key, rsa.RSAPrivateKey):
+                problems.append(
+                    CredentialInvalid(f"{path}.private_key", "Must be an RSA private key.")
+                )
+    return problems
+
+
+def service_account_checked(value: dict[str, Any], *, path: str = "service_account") -> None:
+    """The offline checks of a service account (no DNS): members and private key. The
+    error raised is the first problem, carrying the others (`CredentialInvalid.every`)."""
+    _raise_all(_service_account_problems(value, path=path))
 
 
 def service_account_from(value: dict[str, Any]) -> ServiceAccount:

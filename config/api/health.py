@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.envelope import enveloped, error_body
+from config.api.negotiation import MethodBeforeNegotiation
 from config.api.serializers import ErrorEnvelopeSerializer
 from config.celery import app as celery_app
 
@@ -38,7 +39,7 @@ def _broker_ok() -> bool:
         return False
 
 
-class HealthView(APIView):
+class HealthView(MethodBeforeNegotiation, APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 

@@ -7,6 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.api.envelope import EnvelopeRenderer
+from config.api.negotiation import MethodBeforeNegotiation
 
 
 class _EnvelopeErrors:
@@ -22,9 +23,9 @@ class _EnvelopeErrors:
         return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
 
 
-class OpenApiView(_EnvelopeErrors, SpectacularJSONAPIView):
+class OpenApiView(MethodBeforeNegotiation, _EnvelopeErrors, SpectacularJSONAPIView):
     pass
 
 
-class SwaggerView(_EnvelopeErrors, SpectacularSwaggerView):
+class SwaggerView(MethodBeforeNegotiation, _EnvelopeErrors, SpectacularSwaggerView):
     pass

@@ -23,12 +23,12 @@ TOOLS = [
         name="contacts_lookup",
         description=(
             "Find the active contact with an email address or an external id (give exactly "
-            'one). The result is `{"contact": <contact>}`, with `null` when none matches; '
-            "use it before `contacts_upsert` or `contacts_update` to learn a contact's id."
+            "one). The result is the contact, or `null` (no structured content) when none "
+            "matches; use it before `contacts_upsert` or `contacts_update` to learn a "
+            "contact's id."
         ),
         method="POST",
         path="/contacts/lookup",
-        result_member="contact",
     ),
     AgentTool(
         name="contacts_upsert",

@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from config import clock
 from events.models import Event, EventStatus, EventType
-from events.shapes import Observation, merge_types, redact
+from events.shapes import Observation, merge_types, path_names_an_id, redact
 
 
 @dataclass
@@ -102,7 +102,10 @@ def _count(rows: list[tuple[Any, str, str, Any, dt.datetime]], *, now: dt.dateti
     )
     for entry in entries:
         seen = aggregates[(entry.project_id, entry.event, entry.source)]
-        pii = set(entry.pii_fields) | seen.observation.pii
+        # An id stored as flagged by its name (`email_id`, by the words before `_id`) loses
+        # the flag here; this batch flags the path again if its values look personal.
+        stored = {path for path in entry.pii_fields if not path_names_an_id(path)}
+        pii = stored | seen.observation.pii
         changes: dict[str, Any] = {
             "occurrences_count": entry.occurrences_count + seen.count,
             "first_seen_at": min(entry.first_seen_at, seen.first_seen),

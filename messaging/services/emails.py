@@ -16,7 +16,7 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 
 from config import clock
-from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
+from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed, or_404
 from config.fresh import Fresh
 from contacts.models import Contact
 from contacts.selectors import contact_get, contact_list
@@ -503,9 +503,9 @@ def template_test_send(
     """Sends a template's draft (else its published version) once: an email template to
     `to`, a push template to the installation `installation_id` (through the push
     family's sender, messaging/hooks.py)."""
-    template = template_get(project=project, template_id=template_id)
-    if template is None:
-        raise ValidationFailed.at("template_id", "No such template.", code="not_found")
+    # The template is the path's resource: unknown or another project's is 404, as on
+    # every other path.
+    template = or_404(template_get(project=project, template_id=template_id), "No such template.")
     if template.channel == Channel.PUSH:
         if installation_id is None or to is not None:
             raise ValidationFailed.at(
@@ -517,6 +517,8 @@ def template_test_send(
         raise ValidationFailed.at(
             "to", "Email templates are tested with `to` (an address).", code="required"
         )
+    # `to` is one address here (not a list, as in `POST /emails`): its problem is at `to`.
+    _checked_address(to, "to")
     version = template_version_current(template=template)
     if version is None:
         raise Conflict("The template has no content to send.")

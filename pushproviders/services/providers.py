@@ -1,7 +1,8 @@
 """Writes of push providers: settings checked per platform, secrets encrypted at rest.
 
-Everything a body gives is checked (the service account's token URI over DNS included)
-before anything is written, so a bad member changes nothing.
+Everything a body gives is checked before anything is written, so a bad member changes
+nothing. The service account's token URI is checked as text (scheme, a literal address);
+its host's addresses are checked when the token is fetched, not here.
 """
 
 import json
@@ -75,7 +76,10 @@ def _settings_from(
     fields: dict[str, Any] = {}
 
     def fail(error: CredentialInvalid) -> None:
-        issues.append(Issue(code="invalid", path=error.path, message=error.message))
+        issues.extend(
+            Issue(code="invalid", path=problem.path, message=problem.message)
+            for problem in error.every
+        )
 
     for name in sorted(set(body) - {"name", "status", "platform"} - PLATFORM_MEMBERS[platform]):
         issues.append(

@@ -18,7 +18,6 @@ TOOLS = [
         method="POST",
         path="/contacts/lookup",
         route="tests.agent.extra_tools.widget_route",
-        result_member="contact",
     ),
 ]
 

@@ -3,6 +3,7 @@ HTTP decides before any JSON-RPC (key, method, media types) in the error envelop
 
 import pytest
 from jsonschema import Draft202012Validator
+from mcp.shared.exceptions import MCPError
 
 from tenancy.models import ApiKey, KeyKind, Role
 from tenancy.services import api_key_revoke
@@ -121,11 +122,61 @@ def test_a_revoked_personal_key_is_401(mcp, world):
 
 
 @pytest.mark.parametrize("kind", ["project", "team", "read_only", "sending"])
-def test_integration_keys_are_403_in_the_envelope(mcp, world, kind):
+def test_integration_keys_are_403_with_a_json_rpc_error(mcp, world, kind):
     response = mcp.post(INITIALIZE, key=world.keys[kind])
 
-    body = envelope(response, 403, "forbidden")
-    assert "personal keys" in body["error"]["message"]
+    assert response.status_code == 403
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    message = body["error"]["message"]
+    assert body == {
+        "jsonrpc": "2.0",
+        "id": INITIALIZE["id"],
+        "status": 403,
+        "error": {
+            "code": -32003,
+            "message": message,
+            "data": {"code": "forbidden", "message": message, "details": "", "issues": []},
+        },
+    }
+    assert "personal key" in message
+    assert "integration key" in message
+
+
+def test_an_integration_key_s_refusal_names_no_id_it_could_not_read(mcp, world):
+    for body in (b"{", b"[]", {"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}):
+        response = mcp.post(body, key=world.keys["project"])
+
+        assert response.status_code == 403
+        assert response.json()["id"] is None
+
+
+@pytest.mark.parametrize("modern", [False, True])
+def test_the_official_client_shows_why_an_integration_key_is_refused(mcp, world, modern):
+    async def work(session):
+        return await session.list_tools()
+
+    # The client's task groups raise what the session raised inside exception groups.
+    with pytest.raises(ExceptionGroup) as raised:
+        mcp.run(world.keys["project"], work, modern=modern)
+
+    group = raised.value.subgroup(MCPError)
+    assert group is not None
+    (refused,) = leaves(group)
+    assert isinstance(refused, MCPError)
+    assert refused.code == -32003
+    assert "personal key" in refused.error.message
+    assert refused.error.data["code"] == "forbidden"
+
+
+def leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    return [
+        leaf
+        for exception in group.exceptions
+        for leaf in (
+            leaves(exception) if isinstance(exception, BaseExceptionGroup) else [exception]
+        )
+    ]
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "OPTIONS"])

@@ -181,8 +181,17 @@ def test_every_tool_answers_what_its_endpoint_answers(mcp, api, world, owner, pr
     assert contact == rest(f"/contacts/{contact['id']}")["data"]
     assert data(r["update"]) == contact
     looked_up = {k: v for k, v in data(r["upsert_again"]).items() if k != "created"}
-    assert data(r["lookup"]) == {"contact": looked_up}
-    assert data(r["lookup_none"]) == {"contact": None}
+
+    def lookup(**body):
+        return api.post("/contacts/lookup", body, key=owner, project=project_id).json()["data"]
+
+    # The lookup's result is the endpoint's data as it is: the contact, or null (no
+    # structured content, since MCP's is an object, and the text `null`).
+    assert data(r["lookup"]) == looked_up
+    assert lookup(email="ADA@example.com") == contact  # as updated since
+    assert lookup(external_id="nobody") is None
+    assert r["lookup_none"].structured_content is None
+    assert r["lookup_none"].content[0].text == "null"
     page1, page2 = data(r["page1"]), data(r["page2"])
     assert page1["metadata"]["total"] == 2
     assert [c["email"] for c in page1["items"] + page2["items"]] == [
@@ -489,3 +498,24 @@ def test_the_audit_row_is_written_by_the_orm_where_postgresql_is_not_used(world,
         world.project.id,
     )
     assert str(row.api_key_id) == key.id
+
+
+@pytest.mark.parametrize("modern", [False, True])
+def test_a_lookup_answers_the_contact_or_null_in_both_protocol_eras(mcp, world, owner, modern):
+    contact = ContactFactory(project=world.project, email="ada@example.com")
+    p = {"project_id": str(world.project.id)}
+
+    async def work(session):
+        return (
+            await session.call_tool("contacts_lookup", {**p, "email": "ada@example.com"}),
+            await session.call_tool("contacts_lookup", {**p, "email": "nobody@example.com"}),
+        )
+
+    found, missing = mcp.run(owner, work, modern=modern)
+
+    assert data(found)["id"] == str(contact.id)
+    assert "contact" not in data(found)
+    assert data(found)["email"] == "ada@example.com"
+    assert missing.is_error is False
+    assert missing.structured_content is None
+    assert missing.content[0].text == "null"

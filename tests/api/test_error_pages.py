@@ -76,6 +76,18 @@ def test_a_wrong_method_on_the_reference_is_a_405_envelope(api, method, path):
     assert "GET" in response["Allow"]
 
 
+@pytest.mark.parametrize("path", ["/docs", "/openapi.json", "/health"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+@pytest.mark.parametrize("accept", ["application/json", "text/html", "text/csv", "*/*"])
+def test_a_wrong_method_is_405_whatever_accept_asks_for(api, path, method, accept):
+    # The method is checked before the media type is negotiated, as on the API's paths.
+    response = api.request(method, path, {"a": 1}, HTTP_ACCEPT=accept)
+
+    assert response["Content-Type"] == "application/json"
+    assert_error(response, 405, "method_not_allowed")
+    assert "GET" in response["Allow"]
+
+
 @pytest.mark.parametrize("path", ["/docs", "/openapi.json"])
 def test_options_on_the_reference_answers_the_success_envelope(api, path):
     response = api.request("OPTIONS", path)

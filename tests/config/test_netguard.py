@@ -12,6 +12,9 @@ NAMES = {
     "half.example.net": ["93.184.216.34", "192.168.1.10"],
     "inside.example.net": ["10.20.30.40"],
     "mapped.example.net": ["::ffff:127.0.0.1"],
+    "nat64.example.net": ["64:ff9b::a00:1"],
+    "sixtofour.example.net": ["2002:a9fe:a9fe::1"],
+    "public-nat64.example.net": ["64:ff9b::5db8:d822"],
 }
 
 
@@ -56,6 +59,13 @@ def test_a_literal_public_address_passes():
         "https://224.0.0.1/",
         "https://inside.example.net/",
         "https://mapped.example.net/",
+        "https://nat64.example.net/",
+        "https://sixtofour.example.net/",
+        "https://[64:ff9b::7f00:1]/",
+        "https://[::7f00:1]/",
+        "https://2130706433/",
+        "https://0x7f.0.0.1/",
+        "https://push.localhost/",
     ],
 )
 def test_a_host_that_is_not_public_is_refused(url):
@@ -101,3 +111,35 @@ def test_allowing_loopback_http_still_refuses_private_addresses():
         url_checked("http://10.0.0.1/", allow_loopback_http=True)
     with pytest.raises(UrlRefused, match="not public"):
         url_checked("http://169.254.169.254/", allow_loopback_http=True)
+
+
+def test_an_ipv6_address_embedding_a_public_ipv4_one_passes():
+    assert url_checked("https://public-nat64.example.net/").addresses == ("64:ff9b::5db8:d822",)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://push.example.net/", "https://nowhere.invalid/", "https://8.8.8.8/"]
+)
+def test_a_well_formed_url_is_checked_without_resolving(url):
+    def unavailable(host: str, port: int) -> list[str]:
+        raise AssertionError(f"{host} was resolved")
+
+    netguard.set_resolver(unavailable)
+
+    assert netguard.url_well_formed(url).url == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://10.0.0.1/", "https://[::ffff:10.0.0.1]/", "https://localhost/", "https://0177.1/"],
+)
+def test_a_url_whose_text_names_a_non_public_host_is_not_well_formed(url):
+    with pytest.raises(UrlRefused, match="not public"):
+        netguard.url_well_formed(url)
+
+
+def test_loopback_literals_are_well_formed_when_loopback_http_is_allowed():
+    for url in ("http://127.0.0.1:9000/", "http://[::1]/", "http://localhost:8000/"):
+        assert netguard.url_well_formed(url, allow_loopback_http=True).scheme == "http"
+    with pytest.raises(UrlRefused, match="not public"):
+        netguard.url_well_formed("http://10.0.0.1/", allow_loopback_http=True)

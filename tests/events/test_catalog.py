@@ -14,6 +14,9 @@ from events.shapes import (
     schema_hint,
     value_looks_personal,
 )
+from messaging.services.delivery import emails_deliver_batch
+from tests.events.conftest import drain
+from tests.messaging.smtp_server import smtp_server_for
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -83,6 +86,24 @@ def test_personal_field_names_are_flagged(name):
 @pytest.mark.parametrize("name", ["order_id", "total", "product_name", "sku", "plan", "tipping"])
 def test_ordinary_field_names_are_not_flagged(name):
     assert not name_looks_personal(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["email_id", "emailId", "user_id", "phone_ids", "address_uuid", "ip_id", "card_id", "id"],
+)
+def test_ids_of_records_are_not_personal_data(name):
+    assert not name_looks_personal(name)
+
+
+@pytest.mark.parametrize("name", ["passport_id", "national_id", "tax_id", "ssn", "email"])
+def test_a_person_s_own_document_number_stays_personal(name):
+    assert name_looks_personal(name)
+
+
+def test_an_id_field_holding_a_personal_value_is_still_flagged():
+    _, pii = hint({"user_id": "ada@example.com", "email_id": "3f0c", "order_id": "o-1"})
+    assert pii == {"user_id"}
 
 
 @pytest.mark.parametrize(
@@ -250,3 +271,67 @@ def test_event_types_rejects_bad_parameters(api, world, params, path):
 def test_event_types_needs_resources_read(api, world, key, with_header, status):
     project = world.project.id if with_header else None
     assert api.get("/event-types", key=world.keys[key], project=project).status_code == status
+
+
+# --- personal data flags, through the API ---
+
+
+@pytest.fixture
+def smtp(settings):
+    yield from smtp_server_for(settings)
+
+
+def catalog(api, key, **params):
+    response = api.get("/event-types", params, key=key)
+    assert response.status_code == 200, response.content
+    return {item["event"]: item for item in response.json()["data"]}
+
+
+@pytest.mark.django_db
+def test_events_naming_records_by_id_are_not_flagged_and_personal_fields_still_are(api, world):
+    key = world.keys["project"]
+    ids = {"email_id": "6f1c2a3e-0000-4000-8000-000000000001", "user_id": "u-1", "n": 2}
+    personal = {"email": "ada@example.com", "phone": "+44 20 7946 0958", "order_id": "o-1"}
+    for name, payload in (("email.opened", ids), ("profile.changed", personal)):
+        body = {"event": name, "email": "ada@example.com", "payload": payload}
+        assert api.post("/events", body, key=key).status_code == 202
+
+    drain()
+
+    entries = catalog(api, key, source="customer")
+    assert entries["email.opened"]["contains_pii"] is False
+    assert entries["profile.changed"]["contains_pii"] is True
+    stored = EventType.objects.get(event="profile.changed")
+    assert stored.pii_fields == ["email", "phone"]
+
+
+@pytest.mark.django_db
+def test_the_mail_send_system_event_is_not_flagged(api, world, smtp):
+    body = {"from": "team@example.com", "to": "ada@example.net", "subject": "Hi", "text": "x"}
+    assert api.post("/emails", body, key=world.keys["project"]).status_code == 201
+    assert emails_deliver_batch() == 1
+
+    drain()
+
+    entries = catalog(api, world.keys["project"], source="system")
+    assert entries["sendrealm.mail.send"]["contains_pii"] is False
+    assert EventType.objects.get(event="sendrealm.mail.send").pii_fields == []
+
+
+@pytest.mark.django_db
+def test_an_id_flagged_before_ids_were_exempt_is_unflagged_by_the_next_event(api, world):
+    key = world.keys["project"]
+    entry(
+        world.project,
+        "email.opened",
+        contains_pii=True,
+        pii_fields=["email_id", "work_address"],
+    )
+    body = {"event": "email.opened", "email": "ada@example.com", "payload": {"email_id": "e-1"}}
+    assert api.post("/events", body, key=key).status_code == 202
+
+    drain()
+
+    stored = EventType.objects.get(event="email.opened")
+    assert stored.pii_fields == ["work_address"]
+    assert catalog(api, key)["email.opened"]["contains_pii"] is True

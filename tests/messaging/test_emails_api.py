@@ -371,3 +371,34 @@ def test_tracking_policies_are_project_policies(api, world):
     policies = response.json()["data"]["policies"]
     assert policies["track_opens"] is False
     assert policies["track_clicks"] is True
+
+
+@pytest.mark.parametrize("whose", ["unknown", "foreign"])
+def test_a_template_test_of_an_unknown_or_foreign_template_is_404(api, world, whose):
+    foreign = MessageTemplateFactory(project=world.foreign_project, from_email="n@example.com")
+    TemplateVersionFactory(template=foreign)
+    template_id = foreign.id if whose == "foreign" else "00000000-0000-0000-0000-000000000009"
+
+    response = api.post(
+        f"/templates/{template_id}/test", {"to": "a@example.net"}, key=world.keys["project"]
+    )
+
+    error = assert_error(response, 404, "not_found")
+    assert error["issues"] == []
+    assert not Email.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("to", "code"),
+    [("not an address", "invalid_email"), ("Ada <ada@>", "invalid_email"), (["a@b.co"], "invalid")],
+)
+def test_a_template_test_to_a_bad_address_is_reported_at_to(api, world, to, code):
+    template = MessageTemplateFactory(project=world.project, from_email="n@example.com")
+    TemplateVersionFactory(template=template)
+
+    response = api.post(f"/templates/{template.id}/test", {"to": to}, key=world.keys["project"])
+
+    error = assert_error(response, 400, "validation_error")
+    assert paths(error) == ["to"]
+    assert error["issues"][0]["code"] == code
+    assert not Email.objects.exists()

@@ -1,3 +1,4 @@
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -32,6 +33,41 @@ def _names() -> Iterator[None]:
     netguard.set_resolver(fake_resolve)
     yield
     netguard.set_resolver(None)
+
+
+# URLs refused for what they are, without DNS: each names its host by an address that is
+# not public (literal, mapped, NAT64, the old numeric forms), or this machine.
+NOT_PUBLIC_BY_THEMSELVES = [
+    "https://127.0.0.1/x",
+    "https://[::1]/x",
+    "https://10.0.0.7/x",
+    "https://192.168.1.1:8443/x",
+    "https://169.254.169.254/latest/meta-data",
+    "https://[fe80::1]/x",
+    "https://0.0.0.0/x",
+    "https://[::ffff:127.0.0.1]/x",
+    "https://[::ffff:a00:7]/x",
+    "https://[64:ff9b::a9fe:a9fe]/x",
+    "https://2130706433/x",
+    "https://0x7f.1/x",
+    "https://localhost/x",
+    "https://push.localhost/x",
+]
+
+
+@pytest.fixture
+def dns_unavailable() -> Iterator[list[str]]:
+    """Every lookup fails as getaddrinfo does without a reachable DNS server; the names
+    asked are listed."""
+    asked: list[str] = []
+
+    def unavailable(host: str, port: int) -> list[str]:
+        asked.append(host)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    netguard.set_resolver(unavailable)
+    yield asked
+    netguard.set_resolver(fake_resolve)
 
 
 @pytest.fixture(autouse=True)

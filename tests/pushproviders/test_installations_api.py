@@ -6,10 +6,12 @@ import threading
 import pytest
 from django.db import connection
 
+from config import netguard
 from contacts.models import Contact
 from pushproviders.models import PushInstallation
 from tests.contacts.factories import ContactFactory
 from tests.pushproviders import keys
+from tests.pushproviders.conftest import NOT_PUBLIC_BY_THEMSELVES
 from tests.pushproviders.factories import PushAppFactory, PushInstallationFactory
 
 pytestmark = pytest.mark.django_db
@@ -148,13 +150,12 @@ def test_a_web_push_subscription_is_registered_with_its_keys(api, world, app, co
         "https://127.0.0.1/push",
         "https://10.1.2.3/push",
         "https://[::1]/push",
-        "https://loopback.example.com/push",
-        "https://metadata.example.com/push",
-        "https://sneaky.example.com/push",
+        "https://user:secret@updates.push.services.mozilla.com/wpush",
+        *NOT_PUBLIC_BY_THEMSELVES,
     ],
 )
 def test_a_subscription_endpoint_that_is_not_public_https_is_refused(
-    api, world, app, contact, endpoint
+    api, world, app, contact, endpoint, dns_unavailable
 ):
     response = register(
         api,
@@ -169,6 +170,56 @@ def test_a_subscription_endpoint_that_is_not_public_https_is_refused(
 
     assert_400_at(response, "subscription.endpoint")
     assert not PushInstallation.objects.exists()
+    # Refused for what the URL says: no DNS server was asked.
+    assert dns_unavailable == []
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "https://updates.push.services.mozilla.com/wpush/v2/abc",
+        "https://push.sendrealm.invalid/wpush",
+        # What a name resolves to is checked at delivery (test_push_delivery).
+        "https://sneaky.example.com/push",
+    ],
+)
+def test_a_subscription_endpoint_is_registered_without_asking_dns(
+    api, world, app, contact, endpoint, dns_unavailable
+):
+    response = register(
+        api,
+        world,
+        {
+            "app_id": str(app.id),
+            "platform": "webpush",
+            "subscription": keys.subscription(endpoint),
+            "contact_id": str(contact.id),
+        },
+    )
+
+    assert response.status_code == 201, response.content
+    assert PushInstallation.objects.get().token == endpoint
+    assert dns_unavailable == []
+
+
+def test_a_subscription_endpoint_whose_name_does_not_resolve_is_registered(
+    api, world, app, contact
+):
+    # The system's resolver: names under `.invalid` never resolve.
+    netguard.set_resolver(None)
+
+    response = register(
+        api,
+        world,
+        {
+            "app_id": str(app.id),
+            "platform": "webpush",
+            "subscription": keys.subscription("https://push.sendrealm.invalid/wpush"),
+            "contact_id": str(contact.id),
+        },
+    )
+
+    assert response.status_code == 201, response.content
 
 
 def test_push_allow_http_lets_a_loopback_endpoint_through(api, world, app, contact, settings):

@@ -6,9 +6,10 @@ import logging
 
 import pytest
 
-from config import secrets
+from config import netguard, secrets
 from pushproviders.models import PushProvider
 from tests.pushproviders import keys
+from tests.pushproviders.conftest import NOT_PUBLIC_BY_THEMSELVES
 from tests.pushproviders.factories import (
     PushAppFactory,
     PushInstallationFactory,
@@ -314,10 +315,6 @@ def test_a_read_only_key_cannot_add_or_change_providers(api, world, app):
             "service_account.token_uri",
         ),
         (keys.service_account(token_uri="https://127.0.0.1/token"), "service_account.token_uri"),
-        (
-            keys.service_account(token_uri="https://intranet.example.com/token"),
-            "service_account.token_uri",
-        ),
         (keys.service_account(token_uri="https://[::1]/token"), "service_account.token_uri"),
     ],
 )
@@ -327,6 +324,87 @@ def test_a_malformed_service_account_is_400_and_stores_nothing(api, world, app, 
     assert path in issue_paths(response)
     assert not PushProvider.objects.exists()
     assert keys.rsa_pem().splitlines()[1] not in response.content.decode()
+
+
+def test_every_missing_member_of_a_service_account_is_reported_at_once(api, world, app):
+    account = keys.service_account(client_email=None, private_key="  ", token_uri=None)
+
+    response = add(api, world, app, {"platform": "fcm", "service_account": account})
+
+    assert issue_paths(response) == [
+        "service_account.client_email",
+        "service_account.private_key",
+        "service_account.token_uri",
+    ]
+    assert {issue["code"] for issue in response.json()["error"]["issues"]} == {"invalid"}
+    assert not PushProvider.objects.exists()
+
+
+def test_a_service_account_s_problems_of_every_kind_are_reported_together(api, world, app):
+    account = keys.service_account(
+        project_id=None,
+        type="user",
+        private_key="-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        token_uri="http://oauth2.googleapis.com/token",
+    )
+
+    response = add(
+        api,
+        world,
+        app,
+        {"platform": "fcm", "service_account": account, "android_package_name": "not a name"},
+    )
+
+    assert issue_paths(response) == [
+        "android_package_name",
+        "service_account.project_id",
+        "service_account.type",
+        "service_account.private_key",
+        "service_account.token_uri",
+    ]
+    assert keys.rsa_pem().splitlines()[1] not in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "token_uri",
+    [
+        "https://oauth2.googleapis.com/token",
+        "https://oauth2.sendrealm.invalid/token",
+        # What a name resolves to is checked when the token is fetched (test_push_delivery).
+        "https://intranet.example.com/token",
+    ],
+)
+def test_a_token_uri_is_registered_without_asking_dns(api, world, app, dns_unavailable, token_uri):
+    account = keys.service_account(token_uri=token_uri)
+
+    response = add(api, world, app, {"platform": "fcm", "service_account": account})
+
+    assert response.status_code == 201, response.content
+    assert dns_unavailable == []
+
+
+def test_a_token_uri_whose_name_does_not_resolve_is_registered(api, world, app):
+    # The system's resolver: names under `.invalid` never resolve.
+    netguard.set_resolver(None)
+    account = keys.service_account(token_uri="https://oauth2.sendrealm.invalid/token")
+
+    response = add(api, world, app, {"platform": "fcm", "service_account": account})
+
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize("token_uri", NOT_PUBLIC_BY_THEMSELVES)
+def test_a_token_uri_that_is_not_public_by_itself_is_refused_without_dns(
+    api, world, app, dns_unavailable, token_uri
+):
+    account = keys.service_account(token_uri=token_uri)
+
+    response = add(api, world, app, {"platform": "fcm", "service_account": account})
+
+    assert issue_paths(response) == ["service_account.token_uri"]
+    assert "not public" in response.json()["error"]["issues"][0]["message"]
+    assert not PushProvider.objects.exists()
+    assert dns_unavailable == []
 
 
 def test_push_allow_http_lets_a_loopback_token_uri_through(api, world, app, settings):

@@ -427,6 +427,43 @@ def test_the_last_failed_attempt_fails_the_delivery(push, ada, fcm, clock, setti
     assert [event.payload["status"] for event in events("push.failure")] == ["failed"]
 
 
+def test_an_endpoint_registered_by_name_is_checked_when_delivery_connects(push, ada, webpush):
+    # Accepted at registration (what the name resolves to is not asked then), refused
+    # when the worker resolves it to a private address to connect.
+    intranet = push.install(ada, "webpush", keys.subscription("https://intranet.example.com/p"))
+    message_id = send(push, contact_id=str(ada.id))
+
+    push_deliver_batch()
+
+    delivery = read(push, message_id)["deliveries"][0]
+    assert delivery["installation_id"] == str(intranet.id)
+    assert delivery["status"] == "failed"
+    assert delivery["error"] == (
+        "The endpoint is refused: The host resolves to an address that is not public."
+    )
+    assert webpush.problems == []
+
+
+def test_a_token_uri_registered_by_name_is_checked_when_the_token_is_fetched(push, ada, fcm):
+    response = push.api.patch(
+        f"/push/providers/{push.providers['fcm'].id}",
+        {"service_account": keys.service_account(token_uri="https://intranet.example.com/t")},
+        key=push.key,
+    )
+    assert response.status_code == 200, response.content
+    push.install(ada, "fcm", FCM_TOKEN)
+    message_id = send(push, contact_id=str(ada.id))
+
+    push_deliver_batch()
+
+    delivery = read(push, message_id)["deliveries"][0]
+    assert delivery["status"] == "failed"
+    assert delivery["error"] == (
+        "The token_uri is refused: The host resolves to an address that is not public."
+    )
+    assert fcm.issued == []
+
+
 def test_a_permanent_refusal_fails_at_once_and_keeps_the_installation(push, ada, apns):
     iphone = push.install(ada, "apns", APNS_TOKEN)
     apns.fail_next(400, "PayloadTooLarge")
