@@ -93,9 +93,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy .
 
+# The test settings: their connections default to 127.0.0.1, and neither command needs a
+# server to answer.
 check: install
-	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py check
-	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py makemigrations --check --dry-run
+	$(TEST_ENV) $(BIN)/python manage.py check
+	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 
 bench: install
 	@$(TEST_ENV) scripts/ensure-services.sh

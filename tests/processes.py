@@ -5,6 +5,7 @@ import contextlib
 import importlib.util
 import json
 import socket
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -78,6 +79,9 @@ def reaped(pid: int) -> bool:
 
 def run_script() -> ModuleType:
     """scripts/run.py (`make run`) as a module, for the commands it starts."""
+    # As when it runs as a script: the modules beside it are importable.
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.append(str(ROOT / "scripts"))
     spec = importlib.util.spec_from_file_location("sendrealm_run", ROOT / "scripts" / "run.py")
     assert spec is not None
     assert spec.loader is not None
