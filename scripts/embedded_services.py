@@ -28,6 +28,7 @@ servers, keeping their database name and numbers, and stops the servers when COM
 import argparse
 import contextlib
 import ctypes
+import fcntl
 import importlib.util
 import json
 import os
@@ -41,6 +42,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -133,6 +135,28 @@ class Memory:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.touch(mode=0o600)
         self.path.write_text(json.dumps(found, indent=2) + "\n")
+
+
+def claim(run_dir: Path) -> IO[str]:
+    """Takes `<dir>/services.lock` for as long as the returned file stays open (the
+    process's life at most), so that two launchers never share one data directory; a
+    server found running there afterwards is a leftover, safe to stop."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    held = (run_dir / "services.lock").open("a+")
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        held.seek(0)
+        other = held.read().strip() or "another process"
+        held.close()
+        raise ServiceError(
+            f"{run_dir} is in use by pid {other} (make run or make test); stop it first"
+        ) from None
+    held.seek(0)
+    held.truncate()
+    held.write(f"{os.getpid()}\n")
+    held.flush()
+    return held
 
 
 def dies_with_parent(signum: signal.Signals) -> None:
@@ -442,9 +466,11 @@ def main() -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     servers: list[Server] = []
+    lock: IO[str] | None = None
     # Stopped by a signal as by the command's end: the servers go with it.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
+        lock = claim(run_dir)
         if args.postgres:
             server = start_postgres(run_dir, fast=args.fast)
             servers.append(server)
@@ -465,8 +491,13 @@ def main() -> int:
     except ServiceError as error:
         print(f"embedded: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
     finally:
         stop(servers)
+        # Released with the process anyway; held until the servers are down.
+        if lock is not None:
+            lock.close()
 
 
 if __name__ == "__main__":

@@ -214,7 +214,7 @@ def first_start(env: dict[str, str]) -> dict[str, object] | None:
     return created
 
 
-def banner(created: dict[str, object] | None, data: Path | None) -> None:
+def banner(created: dict[str, object] | None, data: str | None) -> None:
     base = f"http://{HOST}:{PORT}"
     lines = [
         "",
@@ -235,11 +235,7 @@ def banner(created: dict[str, object] | None, data: Path | None) -> None:
                 f"password {admin['password']} (shown once) for {base}/admin/"
             )
     if data is not None:
-        shown = data.relative_to(ROOT) if data.is_relative_to(ROOT) else data
-        lines.append(
-            f"Data     PostgreSQL 18 and Valkey keep it in {shown}/ between runs; "
-            f"delete {shown}/ (while stopped) to start afresh"
-        )
+        lines.append(data)
     lines += [
         "Keys     .venv/bin/python manage.py bootstrap --json   prints working keys any time",
         "Admin    .venv/bin/python manage.py createsuperuser    makes a login of your own",
@@ -274,6 +270,19 @@ def embedded_servers(
         log(f"Valkey on 127.0.0.1:{valkey.port}, data in {run_dir / 'valkey'}")
 
 
+def data_line(servers: list[embedded_services.Server], run_dir: Path) -> str | None:
+    """The banner's line on where the embedded servers keep their data."""
+    if not servers:
+        return None
+    names = " and ".join("PostgreSQL 18" if s.name == "postgres" else "Valkey" for s in servers)
+    shown = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
+    keep = "keep their data" if len(servers) > 1 else "keeps its data"
+    return (
+        f"Data     {names} {keep} in {shown}/ between runs; "
+        f"delete {shown}/ (while stopped) to start afresh"
+    )
+
+
 def write_services_file(env: dict[str, str], run_dir: Path) -> Path:
     path = run_dir / SERVICES_FILE
     path.touch(mode=0o600)
@@ -300,11 +309,18 @@ def main() -> int:
     servers: list[embedded_services.Server] = []
     services_file: Path | None = None
     try:
+        # Held for the launcher's life: a second make run on the same data stops here.
+        lock = (  # noqa: F841
+            embedded_services.claim(run_dir)
+            if not all(env.get(name) for name in URL_NAMES)
+            else None
+        )
         if env.get("DATABASE_URL"):
             ensure_postgres_database(env["DATABASE_URL"])
         embedded_servers(env, run_dir, servers)
-        services_file = write_services_file(env, run_dir)
-        return serve(env, data=run_dir if servers else None)
+        if servers:
+            services_file = write_services_file(env, run_dir)
+        return serve(env, data=data_line(servers, run_dir))
     except embedded_services.ServiceError as error:
         log(str(error))
         return 1
@@ -319,7 +335,7 @@ def main() -> int:
         log("stopped")
 
 
-def serve(env: dict[str, str], *, data: Path | None) -> int:
+def serve(env: dict[str, str], *, data: str | None) -> int:
     log(f"settings {env['DJANGO_SETTINGS_MODULE']}, database {redacted(env['DATABASE_URL'])}")
     log(f"broker {redacted(env['CELERY_BROKER_URL'])}, cache {redacted(env['CACHE_URL'])}")
     manage(env, "migrate", "--noinput")

@@ -142,7 +142,7 @@ def test_make_run_starts_its_servers_serves_and_stops_everything_on_ctrl_c(stack
     assert login is not None, "first start prints the staff login"
     assert "PostgreSQL 18 on 127.0.0.1:" in stack.output
     assert "Valkey on 127.0.0.1:" in stack.output
-    assert f"Data     PostgreSQL 18 and Valkey keep it in {stack.run_dir}/" in stack.output
+    assert f"Data     PostgreSQL 18 and Valkey keep their data in {stack.run_dir}/" in stack.output
 
     # Both servers run as the launcher's children, on loopback, with the URLs it wrote.
     servers = server_pids(stack.run_dir)
