@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -236,19 +236,16 @@ def postgres_user() -> pwd.struct_passwd | None:
     try:
         return pwd.getpwnam(POSTGRES_SYSTEM_USER)
     except KeyError:
-        subprocess.run(
-            [
-                "useradd",
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                POSTGRES_SYSTEM_USER,
-            ],
-            check=True,
-            capture_output=True,
-        )
+        useradd = ["useradd", "--system", "--no-create-home", "--shell=/usr/sbin/nologin"]
+        subprocess.run([*useradd, POSTGRES_SYSTEM_USER], check=True, capture_output=True)
         return pwd.getpwnam(POSTGRES_SYSTEM_USER)
+
+
+def as_user(user: pwd.struct_passwd | None) -> dict[str, Any]:
+    """subprocess's arguments that run a child as `user` (None: as ourselves)."""
+    if user is None:
+        return {}
+    return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
 
 
 def reachable_by_others(path: Path) -> None:
@@ -269,7 +266,6 @@ def postgres_initialized(data: Path, password: str, user: pwd.struct_passwd | No
     pwfile.touch(mode=0o600)
     pwfile.write_text(password + "\n")
     if user is not None:
-        reachable_by_others(data.parent)
         os.chown(data, user.pw_uid, user.pw_gid)
         os.chown(pwfile, user.pw_uid, user.pw_gid)
     try:
@@ -288,9 +284,7 @@ def postgres_initialized(data: Path, password: str, user: pwd.struct_passwd | No
                 "--builtin-locale=C.UTF-8",
                 "--locale=C",
             ],
-            user=user.pw_uid if user is not None else None,
-            group=user.pw_gid if user is not None else None,
-            extra_groups=[] if user is not None else None,
+            **as_user(user),
             capture_output=True,
             text=True,
             check=False,
@@ -316,30 +310,24 @@ def start_postgres(run_dir: Path, *, fast: bool = False) -> Server:
     memory = Memory(run_dir)
     remembered, password = memory.get("postgres")
     user = postgres_user()
+    if user is not None:
+        # On every start: something may have taken the permission back meanwhile.
+        reachable_by_others(run_dir.resolve())
     stop_leftover(data / "postmaster.pid", str(data), signal.SIGINT, "PostgreSQL")
     postgres_initialized(data, password, user)
     port = choose_port(remembered)
     memory.put("postgres", port=port, password=password)
     log_path = run_dir / "postgres.log"
-    options = [
-        "-c",
-        f"listen_addresses={HOST}",
-        "-c",
-        "unix_socket_directories=",
-        "-p",
-        str(port),
-    ]
+    options = [f"--listen_addresses={HOST}", "--unix_socket_directories=", f"--port={port}"]
     if fast:
-        options += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        options += ["--fsync=off", "--synchronous_commit=off", "--full_page_writes=off"]
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(data), *options],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            user=user.pw_uid if user is not None else None,
-            group=user.pw_gid if user is not None else None,
-            extra_groups=[] if user is not None else None,
+            **as_user(user),
             # SIGINT: PostgreSQL's fast shutdown (SIGTERM would wait for every client).
             preexec_fn=lambda: dies_with_parent(signal.SIGINT),
         )
@@ -396,6 +384,9 @@ def start_valkey(run_dir: Path) -> Server:
                 f"requirepass {password}",
                 # In the foreground, logging to stdout (the log file); no unix socket.
                 "daemonize no",
+                # The process title keeps the configuration's path: how a leftover
+                # server on this data is recognized.
+                'proc-title-template "{title} {listen-addr} {config-file}"',
                 'logfile ""',
                 # Every write in the append-only file, flushed each second; an RDB
                 # snapshot now and then and on shutdown.

@@ -6,10 +6,11 @@ import importlib.util
 import json
 import socket
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -52,6 +53,15 @@ def request(
         return error.code, None
     except OSError as error:
         return 0, error
+
+
+@contextlib.contextmanager
+def scratch_dir() -> Iterator[Path]:
+    """A temporary directory for a server's data. Not pytest's tmp_path: each pytest session
+    takes the other users' access to its base back, which PostgreSQL needs when it runs
+    as a user of its own (as root)."""
+    with tempfile.TemporaryDirectory(prefix="sendrealm-") as path:
+        yield Path(path)
 
 
 def children_of(pid: int) -> set[int]:

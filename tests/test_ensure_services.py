@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 
-from tests.processes import ROOT, free_port
+from tests.processes import ROOT, free_port, scratch_dir
 
 # What the command sees: its URLs, and what answers behind them.
 SHOW = """
@@ -28,6 +30,12 @@ print(json.dumps({
 """
 
 
+@pytest.fixture
+def run_dir() -> Iterator[Path]:
+    with scratch_dir() as path:
+        yield path
+
+
 def ensure_services(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["scripts/ensure-services.sh", sys.executable, "-c", SHOW],
@@ -40,14 +48,14 @@ def ensure_services(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_services_that_do_not_answer_are_replaced_by_the_embedded_ones(tmp_path: Path):
+def test_services_that_do_not_answer_are_replaced_by_the_embedded_ones(run_dir: Path):
     closed = free_port()
     result = ensure_services(
         {
             "DATABASE_URL": f"postgres://postgres:postgres@127.0.0.1:{closed}/suite",
             "CACHE_URL": f"redis://127.0.0.1:{closed}/4",
             "CELERY_BROKER_URL": f"redis://127.0.0.1:{closed}/5",
-            "TEST_SERVICES_DIR": str(tmp_path),
+            "TEST_SERVICES_DIR": str(run_dir),
         }
     )
 
@@ -56,40 +64,40 @@ def test_services_that_do_not_answer_are_replaced_by_the_embedded_ones(tmp_path:
     assert seen["postgres"][0] >= 180000, "the embedded PostgreSQL 18"
     assert seen["postgres"][1] == "suite", "the database name is kept (and created)"
     assert seen["redis"] is True
-    ports = json.loads((tmp_path / "services.json").read_text())
+    ports = json.loads((run_dir / "services.json").read_text())
     assert f"@127.0.0.1:{ports['postgres']['port']}/suite" in seen["urls"]["DATABASE_URL"]
     assert seen["urls"]["CACHE_URL"].endswith(f"@127.0.0.1:{ports['valkey']['port']}/4")
     assert seen["urls"]["CELERY_BROKER_URL"].endswith(f"@127.0.0.1:{ports['valkey']['port']}/5")
     assert "starting the embedded servers in their place" in result.stdout
     # Stopped with the command: neither server is left running.
-    for pid_file in (tmp_path / "postgres" / "postmaster.pid", tmp_path / "valkey" / "valkey.pid"):
+    for pid_file in (run_dir / "postgres" / "postmaster.pid", run_dir / "valkey" / "valkey.pid"):
         assert not pid_file.exists()
-    assert "database system is shut down" in (tmp_path / "postgres.log").read_text()
-    assert "ready to exit" in (tmp_path / "valkey.log").read_text()
+    assert "database system is shut down" in (run_dir / "postgres.log").read_text()
+    assert "ready to exit" in (run_dir / "valkey.log").read_text()
 
 
-def test_services_that_answer_are_used_as_they_are(tmp_path: Path):
+def test_services_that_answer_are_used_as_they_are(run_dir: Path):
     # The suite's own server, on its maintenance database (which always exists).
     db = settings.DATABASES["default"]
     url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/postgres"
-    result = ensure_services({"DATABASE_URL": url, "TEST_SERVICES_DIR": str(tmp_path)})
+    result = ensure_services({"DATABASE_URL": url, "TEST_SERVICES_DIR": str(run_dir)})
 
     assert result.returncode == 0, result.stdout + result.stderr
     seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert seen["urls"]["DATABASE_URL"] == url
     assert seen["postgres"][1] == "postgres"
-    assert not (tmp_path / "postgres").exists(), "no embedded server started"
+    assert not (run_dir / "postgres").exists(), "no embedded server started"
 
 
-def test_a_server_elsewhere_that_does_not_answer_fails_the_run(tmp_path: Path):
+def test_a_server_elsewhere_that_does_not_answer_fails_the_run(run_dir: Path):
     result = ensure_services(
         {
             # A documentation address (RFC 5737): nothing answers there.
             "DATABASE_URL": "postgres://postgres:postgres@192.0.2.1:5432/suite",
-            "TEST_SERVICES_DIR": str(tmp_path),
+            "TEST_SERVICES_DIR": str(run_dir),
         }
     )
 
     assert result.returncode == 1
     assert "PostgreSQL at 192.0.2.1:5432 cannot be used" in result.stderr
-    assert not (tmp_path / "postgres").exists()
+    assert not (run_dir / "postgres").exists()

@@ -21,7 +21,15 @@ import httpx
 import psycopg
 import pytest
 
-from tests.processes import ROOT, children_of, free_port, reaped, request, wait_for
+from tests.processes import (
+    ROOT,
+    children_of,
+    free_port,
+    reaped,
+    request,
+    scratch_dir,
+    wait_for,
+)
 
 # The whole test, start to stop (a first start initializes the database and migrates it);
 # typically a third of it.
@@ -102,11 +110,12 @@ class Stack:
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
-    started = Stack(tmp_path)
-    yield started
-    started.kill()
-    print(started.output)  # shown when the test failed
+def stack() -> Iterator[Stack]:
+    with scratch_dir() as run_dir:
+        started = Stack(run_dir)
+        yield started
+        started.kill()
+        print(started.output)  # shown when the test failed
 
 
 def admin_signs_in(base_url: str, username: str, password: str) -> bool:
