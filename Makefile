@@ -1,6 +1,8 @@
-# Developer entry points. `make run` serves the API with a worker and beat; `make test`
-# runs the suite against PostgreSQL and Redis on 127.0.0.1 (started or installed if needed),
-# with Debian's chromium for the staff console's browser tests (installed if needed).
+# Developer entry points. `make run` serves the API with a worker and beat, on PostgreSQL 18
+# and Valkey embedded from the virtualenv's wheels (data under .run/); `make test` runs the
+# suite against PostgreSQL and Redis on 127.0.0.1, or the same embedded servers where they
+# do not answer, with Debian's chromium for the staff console's browser tests (installed
+# if needed).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -18,16 +20,6 @@ TEST_CACHE_URL := $(or $(CACHE_URL),redis://127.0.0.1:6379/0)
 TEST_BROKER_URL := $(or $(CELERY_BROKER_URL),redis://127.0.0.1:6379/1)
 TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test DATABASE_URL='$(TEST_DATABASE_URL)' \
 	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
-# `make run`'s embedded default (SQLite) has write paths of its own: these tests run a
-# second time on a SQLite file under .run/ (tests that need PostgreSQL skip themselves).
-SQLITE_TESTS := tests/config/test_bulk.py tests/contacts/test_contacts_api.py \
-	tests/contacts/test_contacts_services.py tests/contacts/test_contacts_races.py \
-	tests/events/test_ingest_api.py tests/events/test_processing.py tests/tenancy/test_commands.py \
-	tests/messaging/test_emails_api.py tests/messaging/test_emails_delivery.py \
-	tests/automations/test_automations_api.py tests/automations/test_engine_api.py
-SQLITE_TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test \
-	DATABASE_URL='sqlite:///$(CURDIR)/.run/sqlite.sqlite3' \
-	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
 # Where the browser tests leave screenshots of their failures (printed when a run fails).
 SCREENSHOT_DIR ?= $(CURDIR)/.artifacts/screenshots
 # A hard bound so a hung test cannot hold CI forever.
@@ -44,7 +36,7 @@ BENCH_ARGS ?=
 help:
 	@echo "make install    create .venv and install requirements/dev.txt"
 	@echo "make run        migrate, then serve http://127.0.0.1:8000 with a Celery worker and beat"
-	@echo "make test       run the test suite (PostgreSQL and Redis on 127.0.0.1, then SQLite)"
+	@echo "make test       run the test suite (PostgreSQL and Redis on 127.0.0.1, else embedded)"
 	@echo "make lint       ruff check, ruff format --check and the import contracts"
 	@echo "make typecheck  mypy"
 	@echo "make check      manage.py check and makemigrations --check"
@@ -68,22 +60,19 @@ worker: install
 services:
 	@$(TEST_ENV) scripts/ensure-services.sh
 
-# $(1): the environment, $(2): what to test; bounded by TEST_TIMEOUT. A failed run names
-# the screenshots its browser tests left.
-bounded_pytest = status=0; $(1) SCREENSHOT_DIR='$(SCREENSHOT_DIR)' timeout -k 10 $(TEST_TIMEOUT) \
-	$(BIN)/pytest $(PYTEST_ARGS) $(2) || status=$$?; \
+# $(1): the environment, $(2): what to test; against the services that answer or the
+# embedded ones in their place (scripts/ensure-services.sh), bounded by TEST_TIMEOUT. A
+# failed run names the screenshots its browser tests left.
+bounded_pytest = status=0; $(1) SCREENSHOT_DIR='$(SCREENSHOT_DIR)' scripts/ensure-services.sh \
+	timeout -k 10 $(TEST_TIMEOUT) $(BIN)/pytest $(PYTEST_ARGS) $(2) || status=$$?; \
 	if [ $$status -eq 124 ]; then echo "The test run ran past $(TEST_TIMEOUT)s."; fi; \
 	if [ $$status -ne 0 ] && [ -n "$$(ls -A '$(SCREENSHOT_DIR)' 2>/dev/null)" ]; then \
 		echo "Screenshots of the failed browser tests: $(SCREENSHOT_DIR)"; fi; \
 	exit $$status
 
 test: install
-	@$(TEST_ENV) ENSURE_BROWSER=1 scripts/ensure-services.sh
 	@rm -rf '$(SCREENSHOT_DIR)'
-	@echo "Running the test suite against $(TEST_DATABASE_URL)"
-	@$(call bounded_pytest,$(TEST_ENV),tests/)
-	@echo "Running the embedded default's tests against SQLite"
-	@$(call bounded_pytest,$(SQLITE_TEST_ENV),$(SQLITE_TESTS))
+	@$(call bounded_pytest,$(TEST_ENV) ENSURE_BROWSER=1,tests/)
 
 lint: install
 	$(BIN)/ruff check .
@@ -93,10 +82,12 @@ lint: install
 typecheck: install
 	$(BIN)/mypy .
 
+# The test settings: their connections default to 127.0.0.1, and neither command needs a
+# server to answer.
 check: install
-	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py check
-	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py makemigrations --check --dry-run
+	$(TEST_ENV) $(BIN)/python manage.py check
+	$(TEST_ENV) $(BIN)/python manage.py makemigrations --check --dry-run
 
 bench: install
-	@$(TEST_ENV) scripts/ensure-services.sh
-	@$(BIN)/python -m bench $(if $(ONLY),--only $(ONLY),) $(BENCH_ARGS)
+	@$(TEST_ENV) scripts/ensure-services.sh \
+		$(BIN)/python -m bench $(if $(ONLY),--only $(ONLY),) $(BENCH_ARGS)

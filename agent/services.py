@@ -53,9 +53,6 @@ def tool_call_record(
         "duration_ms": duration_ms,
         "created_at": created_at,
     }
-    if connection.vendor != "postgresql":
-        ToolCall.objects.create(**row)
-        return
     with connection.cursor() as cursor:
         cursor.execute(_INSERT, list(row.values()))
 

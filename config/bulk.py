@@ -1,10 +1,9 @@
 """Writing many rows of one model in one statement, whatever their number.
 
-On PostgreSQL each column's values travel as one array bound on the server (binary, no
-per-element quoting on the client) and the statement reads them back with `unnest`, so it
-is the same size for 1 row or 500: `INSERT ... SELECT FROM unnest(...)` and `UPDATE ...
-FROM unnest(...)`. Elsewhere (SQLite: `make run`'s embedded default) the same writes go
-row by row through the ORM.
+Each column's values travel as one array bound on the server (binary, no per-element
+quoting on the client) and the statement reads them back with `unnest`, so it is the same
+size for 1 row or 500: `INSERT ... SELECT FROM unnest(...)` and `UPDATE ... FROM
+unnest(...)`.
 """
 
 from __future__ import annotations
@@ -105,7 +104,7 @@ def _reader(field: models.Field[Any, Any], *, adding: bool) -> Callable[[models.
 
         return as_json
     automatic = isinstance(field, models.DateField) and (field.auto_now or field.auto_now_add)
-    if connection.vendor == "postgresql" and type(field) in _AS_IS and not automatic:
+    if type(field) in _AS_IS and not automatic:
         return operator.attrgetter(attname)
 
     def prepared(instance: models.Model) -> Any:
@@ -142,8 +141,6 @@ def rows_insert(
     assert meta.pk is not None
     fields = [f for f in meta.concrete_fields if not isinstance(f, models.AutoField)]
     [key] = _fields(model, [returning]) if returning is not None else [meta.pk]
-    if connection.vendor != "postgresql":
-        return _insert_portable(model, instances, fields, key, skip_conflicts=skip_conflicts)
     quote = connection.ops.quote_name
     types, reads, params = [], [], []
     for field in fields:
@@ -168,35 +165,6 @@ def rows_insert(
     return inserted
 
 
-def _insert_portable(
-    model: type[M],
-    instances: Sequence[M],
-    fields: list[models.Field[Any, Any]],
-    key: models.Field[Any, Any],
-    *,
-    skip_conflicts: bool,
-) -> set[Any]:
-    meta = model._meta
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in fields)
-    marks = ", ".join(["%s"] * len(fields))
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({marks}) "  # noqa: S608
-        f"{'ON CONFLICT DO NOTHING ' if skip_conflicts else ''}"
-        f"RETURNING {quote(key.column)}"
-    )
-    inserted = set()
-    readers = [_reader(field, adding=True) for field in fields]
-    with connection.cursor() as cursor:
-        for instance in instances:
-            cursor.execute(sql, [read_value(instance) for read_value in readers])
-            if cursor.fetchone() is not None:
-                inserted.add(getattr(instance, key.attname))
-                instance._state.adding = False
-                instance._state.db = connection.alias
-    return inserted
-
-
 def rows_update(model: type[M], instances: Sequence[M], names: Sequence[str]) -> None:
     """Writes the named fields of each instance to its row, by primary key, in one
     statement. The caller holds the rows (or what guards them) locked."""
@@ -204,10 +172,6 @@ def rows_update(model: type[M], instances: Sequence[M], names: Sequence[str]) ->
         return
     meta = model._meta
     assert meta.pk is not None
-    if connection.vendor != "postgresql":
-        for instance in instances:
-            instance.save(update_fields=list(names))
-        return
     quote = connection.ops.quote_name
     pk = meta.pk
     fields = _fields(model, names)

@@ -50,7 +50,7 @@ def database_error_summary(error: BaseException) -> str:
     it names, and its primary message only where that cannot quote data."""
     source = error if isinstance(error, psycopg.Error) else error.__cause__
     if not isinstance(source, psycopg.Error):
-        # Another backend (SQLite names constraints, not values): the first line only.
+        # Not the driver's (Django's own): the first line only.
         return str(error).split("\n", 1)[0]
     sqlstate = source.sqlstate or ""
     diag = source.diag

@@ -1,8 +1,6 @@
 """A Redis client on the shared cache's server, for what needs more than get and set
-(atomic scripts: the rate limiter, usage counters). None when the cache is not Redis (the
-embedded default keeps its cache in process memory); callers then fall back."""
-
-from typing import Any
+(atomic scripts: the rate limiter, usage counters). The cache is Redis (or Valkey) in
+every environment (config/settings/connections.py)."""
 
 import redis
 from django.conf import settings
@@ -14,22 +12,17 @@ SOCKET_TIMEOUT_SECONDS = 1.0
 _clients: dict[str, redis.Redis] = {}
 
 
-def _location() -> str | None:
-    cache: dict[str, Any] = settings.CACHES.get("default", {})
-    if not str(cache.get("BACKEND", "")).endswith("RedisCache"):
-        return None
-    location = cache.get("LOCATION")
+def _location() -> str:
+    location = settings.CACHES["default"]["LOCATION"]
     if isinstance(location, list | tuple):
-        location = location[0] if location else None
-    return str(location) if location else None
+        location = location[0]
+    return str(location)
 
 
-def redis_client() -> redis.Redis | None:
+def redis_client() -> redis.Redis:
     """The process's client for the cache's Redis server (its pool reconnects after a
-    fork), or None when the cache is not Redis."""
+    fork)."""
     location = _location()
-    if location is None:
-        return None
     client = _clients.get(location)
     if client is None:
         client = redis.Redis.from_url(

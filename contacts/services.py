@@ -148,9 +148,7 @@ def contact_upsert(
     changes = _check_fields(fields)
     _check_external_id(external_id)
     try:
-        if connection.vendor == "postgresql":
-            return _upsert_postgresql(project, normalised, changes, external_id)
-        return _upsert_portable(project, normalised, changes, external_id)
+        return _upsert_postgresql(project, normalised, changes, external_id)
     except IntegrityError as error:
         raise _conflict_for(error) from None
 
@@ -225,47 +223,6 @@ def _upsert_postgresql(
     raise Conflict("The contact changed too often to upsert; try again.")
 
 
-def _upsert_portable(
-    project: Project, email: str, changes: dict[str, Any], external_id: str | None
-) -> tuple[Contact, bool]:
-    """Any database: lock the active contact or insert; a lost insert race retries as an
-    update, so exactly one caller creates."""
-    for _ in range(UPSERT_ATTEMPTS):
-        with transaction.atomic():
-            contact = (
-                Contact.objects.select_for_update()
-                .filter(project=project, email=email, deleted_at__isnull=True)
-                .first()
-            )
-            if contact is not None:
-                merged = merge_fields(contact.fields, changes)
-                if merged != contact.fields:
-                    _check_fields_size(project, merged)
-                updates: dict[str, Any] = {"fields": merged}
-                if external_id is not None:
-                    updates["external_id"] = external_id
-                if model_update(contact, fields=updates):
-                    _emit(project, "contact.updated", contact)
-                return contact, False
-            created_fields = merge_fields({}, changes)
-            _check_fields_size(project, created_fields)
-            try:
-                with transaction.atomic():
-                    contact = Contact.objects.create(
-                        project=project,
-                        email=email,
-                        external_id=external_id,
-                        fields=created_fields,
-                    )
-            except IntegrityError as error:
-                if "external_id" in _constraint_of(error):
-                    raise
-                continue  # Another request created it first: take the update path.
-            _emit(project, "contact.created", contact)
-            return contact, True
-    raise Conflict("The contact changed too often to upsert; try again.")
-
-
 # Many new contacts in one statement. DO NOTHING without a target skips a row that any
 # unique index refuses (an email or external id taken by a contact that exists or that a
 # concurrent transaction just made); the caller resolves those one by one.
@@ -288,9 +245,8 @@ def contacts_create_missing(
     `sendrealm.contact.created` events in one more; returns the contacts it created.
 
     Identities it leaves out (invalid, taken, or repeated) are for `contact_upsert`, which
-    says why. On databases other than PostgreSQL it creates nothing: the caller's
-    one-by-one path does the work there."""
-    if connection.vendor != "postgresql" or not identities:
+    says why."""
+    if not identities:
         return []
     emails: dict[str, str | None] = {}
     external_ids: set[str] = set()

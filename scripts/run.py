@@ -1,7 +1,14 @@
 """`make run`: migrate, then serve the API with a Celery worker and beat until Ctrl-C.
 
+With no DATABASE_URL it first starts PostgreSQL 18, and with no CACHE_URL or
+CELERY_BROKER_URL Valkey, from their pip wheels (scripts/embedded_services.py), their data
+under RUN_DIR (`.run/`) kept between runs; the processes get their URLs, and so do
+`manage.py` commands run meanwhile, through `RUN_DIR/services.env` (read by the local
+settings, removed on stop).
+
 Every child runs in its own process group, so stopping one stops whatever it forked (granian
-and Celery workers). SIGINT or SIGTERM stops all of them; so does any one of them exiting.
+and Celery workers). SIGINT or SIGTERM stops all of them, then the servers; so does any one
+of them exiting. Should the launcher itself die, the kernel stops them all (Linux).
 """
 
 import contextlib
@@ -19,12 +26,18 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import unquote, urlsplit
 
+import embedded_services
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 HOST = os.environ.get("HOST", "127.0.0.1")
 PORT = int(os.environ.get("PORT", "8000"))
 CONCURRENCY = os.environ.get("CELERY_CONCURRENCY", "2")
 STOP_GRACE_SECONDS = 10
+# The URLs `make run` gives its processes, for the local settings of the commands a user
+# runs meanwhile (config/settings/local.py); the name is theirs too.
+SERVICES_FILE = "services.env"
+URL_NAMES = ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL")
 
 stopping = threading.Event()
 
@@ -201,7 +214,7 @@ def first_start(env: dict[str, str]) -> dict[str, object] | None:
     return created
 
 
-def banner(created: dict[str, object] | None) -> None:
+def banner(created: dict[str, object] | None, data: str | None) -> None:
     base = f"http://{HOST}:{PORT}"
     lines = [
         "",
@@ -221,6 +234,8 @@ def banner(created: dict[str, object] | None) -> None:
                 f"Admin    first start: created the staff login {admin['username']} with "
                 f"password {admin['password']} (shown once) for {base}/admin/"
             )
+    if data is not None:
+        lines.append(data)
     lines += [
         "Keys     .venv/bin/python manage.py bootstrap --json   prints working keys any time",
         "Admin    .venv/bin/python manage.py createsuperuser    makes a login of your own",
@@ -230,20 +245,99 @@ def banner(created: dict[str, object] | None) -> None:
     print("\n".join(lines), flush=True)
 
 
+def run_dir_of(env: dict[str, str]) -> Path:
+    return ROOT / (env.get("RUN_DIR") or ".run")
+
+
+def embedded_servers(
+    env: dict[str, str], run_dir: Path, servers: list[embedded_services.Server]
+) -> None:
+    """Starts PostgreSQL when DATABASE_URL is unset, Valkey when CACHE_URL or
+    CELERY_BROKER_URL is, and points the unset ones at them (appending to `servers` as they
+    start, so that a failure stops those already started)."""
+    if not env.get("DATABASE_URL"):
+        postgres = embedded_services.start_postgres(run_dir)
+        servers.append(postgres)
+        embedded_services.ensure_database(postgres, "sendrealm")
+        env["DATABASE_URL"] = postgres.url("sendrealm")
+        log(f"PostgreSQL 18 on 127.0.0.1:{postgres.port}, data in {run_dir / 'postgres'}")
+    if not env.get("CACHE_URL") or not env.get("CELERY_BROKER_URL"):
+        valkey = embedded_services.start_valkey(run_dir)
+        servers.append(valkey)
+        # The cache and the broker in databases of their own.
+        env["CACHE_URL"] = env.get("CACHE_URL") or valkey.url("0")
+        env["CELERY_BROKER_URL"] = env.get("CELERY_BROKER_URL") or valkey.url("1")
+        log(f"Valkey on 127.0.0.1:{valkey.port}, data in {run_dir / 'valkey'}")
+
+
+def data_line(servers: list[embedded_services.Server], run_dir: Path) -> str | None:
+    """The banner's line on where the embedded servers keep their data."""
+    if not servers:
+        return None
+    names = " and ".join("PostgreSQL 18" if s.name == "postgres" else "Valkey" for s in servers)
+    shown = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
+    keep = "keep their data" if len(servers) > 1 else "keeps its data"
+    return (
+        f"Data     {names} {keep} in {shown}/ between runs; "
+        f"delete {shown}/ (while stopped) to start afresh"
+    )
+
+
+def write_services_file(env: dict[str, str], run_dir: Path) -> Path:
+    path = run_dir / SERVICES_FILE
+    path.touch(mode=0o600)
+    path.write_text("".join(f"{name}={env[name]}\n" for name in URL_NAMES))
+    return path
+
+
+def redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()
+
+
 def main() -> int:
     env = environment()
     os.chdir(ROOT)
-    database_url = env.get("DATABASE_URL", "")
-    if database_url.startswith(("postgres://", "postgresql://", "pgsql://")):
-        ensure_postgres_database(database_url)
     if not port_free(HOST, PORT):
         log(f"{HOST}:{PORT} is already in use; stop what listens there or set PORT")
         return 1
+    run_dir = run_dir_of(env)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    servers: list[embedded_services.Server] = []
+    services_file: Path | None = None
+    try:
+        # Held for the launcher's life: a second make run on the same data stops here.
+        lock = (  # noqa: F841
+            embedded_services.claim(run_dir)
+            if not all(env.get(name) for name in URL_NAMES)
+            else None
+        )
+        if env.get("DATABASE_URL"):
+            ensure_postgres_database(env["DATABASE_URL"])
+        embedded_servers(env, run_dir, servers)
+        if servers:
+            services_file = write_services_file(env, run_dir)
+        return serve(env, data=data_line(servers, run_dir))
+    except embedded_services.ServiceError as error:
+        log(str(error))
+        return 1
+    except KeyboardInterrupt:
+        # Ctrl-C before the processes started (while migrating): the servers still stop.
+        log("interrupted")
+        return 130
+    finally:
+        if services_file is not None:
+            services_file.unlink(missing_ok=True)
+        embedded_services.stop(servers)
+        log("stopped")
 
-    run_dir = env.get("RUN_DIR") or ".run"
-    database = database_url or f"SQLite ({run_dir})"
-    log(f"settings {env['DJANGO_SETTINGS_MODULE']}, database {database}")
-    log(f"broker {env.get('CELERY_BROKER_URL') or f'filesystem ({run_dir}/broker)'}")
+
+def serve(env: dict[str, str], *, data: str | None) -> int:
+    log(f"settings {env['DJANGO_SETTINGS_MODULE']}, database {redacted(env['DATABASE_URL'])}")
+    log(f"broker {redacted(env['CELERY_BROKER_URL'])}, cache {redacted(env['CACHE_URL'])}")
     manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "-v0")
     created = first_start(env)
@@ -277,7 +371,7 @@ def main() -> int:
     code = 0
     try:
         if wait_healthy(f"http://{HOST}:{PORT}/health", procs, 60):
-            banner(created)
+            banner(created, data)
         elif not stopping.is_set():
             log("the API did not become healthy within 60s")
             code = 1
@@ -291,7 +385,6 @@ def main() -> int:
     finally:
         log("stopping")
         stop(procs)
-        log("stopped")
     return code
 
 

@@ -6,7 +6,7 @@ of it still lies within the last second (the sliding window counter of Cloudflar
 others: exact enough, two small keys per key and no per-request log). A refused request
 is not counted, so a client that keeps retrying gets the limit's worth through each
 second. The limit is the team's, else its plan's, else the API_RATE_LIMIT setting; 0 is
-no limit. Without Redis (the embedded default) the window is kept per process.
+no limit.
 
 A busy key would cost every request a round trip to Redis (on a loaded machine, most of
 the limiter's price is that wait). So a process takes room for a few requests at once
@@ -171,8 +171,6 @@ def rate_limit_hit(key: KeyRecord) -> RateDecision | None:
     second = int(now)
     weight = 1.0 - (now - second)
     client = redis_client()
-    if client is None:
-        return _local_hit(key.id, limit, second, weight)
     wanted = min(LEASE_MAX, max(1, int(limit * LEASE_FRACTION)))
     if wanted > 1:
         spent = _spend_lease(key.id, second, limit)
@@ -206,22 +204,3 @@ def rate_limit_enforce(key: KeyRecord) -> RateDecision | None:
             decision=decision,
         )
     return decision
-
-
-_local_lock = threading.Lock()
-_local_counts: dict[tuple[str, int], int] = {}
-
-
-def _local_hit(key_id: str, limit: int, second: int, weight: float) -> RateDecision:
-    with _local_lock:
-        if len(_local_counts) > 10_000:
-            for stale in [k for k in _local_counts if k[1] < second - 1]:
-                del _local_counts[stale]
-        current = _local_counts.get((key_id, second), 0) + 1
-        previous = _local_counts.get((key_id, second - 1), 0)
-        allowed = previous * weight + current <= limit
-        if allowed:
-            _local_counts[(key_id, second)] = current
-        else:
-            current -= 1
-    return _decision(allowed, limit, current, previous, weight)

@@ -20,9 +20,6 @@ cache's server):
 - Reads (`usage_days`) add what is not folded yet to the rows, so counts include the
   current day.
 
-Without Redis (the embedded default of `make run`), buffered counts go straight to the
-`UsageDay` rows and the quota check reads them: fine for one machine.
-
 Sends are metered when the transport accepted them (emails_sent, push_sent), but their
 quota must stop requests before anything is stored: for those two meters the quota
 check counts the sends the API accepted in a field of its own (`q:<meter>`), so a send
@@ -198,7 +195,7 @@ _UPSERT = (
 
 def _rows_add(project_id: str, day: dt.date, counts: dict[str, int]) -> None:
     """Adds counts to a project's day row (created when missing), in the caller's
-    transaction. Works on PostgreSQL and SQLite alike."""
+    transaction."""
     with connection.cursor() as cursor:
         cursor.execute(
             _UPSERT, [uuid.UUID(project_id), day, *(int(counts.get(m, 0)) for m in METERS)]
@@ -305,14 +302,6 @@ def usage_flush() -> None:
 
 def _flush(counts: dict[tuple[str, str, dt.date, str], int]) -> None:
     client = redis_client()
-    if client is None:
-        by_row: dict[tuple[str, dt.date], dict[str, int]] = defaultdict(dict)
-        for (project_id, _, day, meter), count in counts.items():
-            by_row[(project_id, day)][meter] = count
-        with transaction.atomic():
-            for (project_id, day), row in sorted(by_row.items()):
-                _rows_add(project_id, day, row)
-        return
     args: list[Any] = []
     groups: dict[str, list[Any]] = defaultdict(list)
     for (project_id, team_id, day, meter), count in counts.items():
@@ -427,11 +416,6 @@ def usage_reserve(*, project: Project, meter: str, count: int = 1) -> Reservatio
         return Reservation(project=project, meter=meter, count=max(count, 0), limited=False)
     day = today()
     client = redis_client()
-    if client is None:
-        used = _month_totals_folded(str(project.team_id), day)[meter]
-        if used + count > limit:
-            raise _over(meter, limit, used, count, terms.name, day)
-        return Reservation(project=project, meter=meter, count=count, limited=False)
     try:
         outcome, used = _reserve(client, project, meter, count, limit, day)
     except redis.RedisError:
@@ -460,8 +444,6 @@ def _reserve(
 
 def _give_back(project: Project, meter: str, count: int) -> None:
     client = redis_client()
-    if client is None:
-        return
     day = today()
     try:
         _reserve(client, project, meter, -count, -1, day)
@@ -473,8 +455,6 @@ def usage_month_used(*, project: Project, meter: str) -> int:
     """What the team used of a quota this month (acceptances, for sends)."""
     day = today()
     client = redis_client()
-    if client is None:
-        return _month_totals_folded(str(project.team_id), day)[meter]
     usage_flush()
     month = month_key(str(project.team_id), day)
     if not client.hexists(month, SEEDED):
@@ -490,8 +470,6 @@ def usage_fold(*, limit: int = FOLD_BATCH) -> int:
     """Moves the live day counters into UsageDay rows; returns how many hashes it folded.
     Safe to run concurrently and to retry after a crash at any point."""
     client = redis_client()
-    if client is None:
-        return 0
     now = clock.now()
     token = f"usage:f:{uuid.uuid4().hex}"
     _script(client, _FOLD_CLAIM)(keys=[DIRTY, FOLDING], args=[token, limit, now.timestamp()])
@@ -560,7 +538,7 @@ def _snapshot() -> Iterator[None]:
     outermost = not connection.in_atomic_block
     with transaction.atomic():
         # Inside a caller's transaction the isolation level is the caller's to choose.
-        if outermost and connection.vendor == "postgresql":
+        if outermost:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         yield
@@ -581,8 +559,6 @@ def usage_days(*, project: Project, start: dt.date, end: dt.date) -> dict[dt.dat
             for meter in METERS:
                 days[row["date"]][meter] += int(row[meter])
         client = redis_client()
-        if client is None:
-            return days
         project_id = str(project.id)
         keys = [day_key(project_id, day) for day in days]
         live, folds = _script(client, _READ)(keys=[*keys, readers_key(project_id)], args=[])

@@ -5,10 +5,12 @@ import contextlib
 import importlib.util
 import json
 import socket
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -53,6 +55,15 @@ def request(
         return 0, error
 
 
+@contextlib.contextmanager
+def scratch_dir() -> Iterator[Path]:
+    """A temporary directory for a server's data. Not pytest's tmp_path: each pytest session
+    takes the other users' access to its base back, which PostgreSQL needs when it runs
+    as a user of its own (as root)."""
+    with tempfile.TemporaryDirectory(prefix="sendrealm-") as path:
+        yield Path(path)
+
+
 def children_of(pid: int) -> set[int]:
     """The live (not zombie) child processes of `pid`."""
     found = set()
@@ -78,6 +89,9 @@ def reaped(pid: int) -> bool:
 
 def run_script() -> ModuleType:
     """scripts/run.py (`make run`) as a module, for the commands it starts."""
+    # As when it runs as a script: the modules beside it are importable.
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.append(str(ROOT / "scripts"))
     spec = importlib.util.spec_from_file_location("sendrealm_run", ROOT / "scripts" / "run.py")
     assert spec is not None
     assert spec.loader is not None

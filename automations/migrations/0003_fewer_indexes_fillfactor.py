@@ -6,9 +6,8 @@ from django.db import migrations, models
 
 def _fillfactor(value: str):
     def apply(apps, schema_editor):
-        # PostgreSQL's storage parameter; SQLite (`make run`'s embedded default) has none.
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(f"ALTER TABLE automations_runstep {value}")
+        # PostgreSQL's storage parameter.
+        schema_editor.execute(f"ALTER TABLE automations_runstep {value}")
 
     return apply
 

@@ -53,10 +53,7 @@ class AdvanceWork(BatchWork[RunJob]):
             # The batch is redone run by run: what its first pass gathered is undone.
             gathered.discard()
         ids = sorted(item.pk for item in items)
-        if connection.vendor == "postgresql":
-            self.runs, steps, waits = _load_postgresql(ids)
-        else:
-            self.runs, steps, waits = _load_portable(ids)
+        self.runs, steps, waits = _load_postgresql(ids)
         # Apart from the runs: a batch's runs share a few automations, versions and
         # projects, each then read once (a version's definition, up to 200 steps, parsed
         # once) instead of once per run. Read after the runs are locked, so as fresh.
@@ -185,34 +182,12 @@ _BY_ID_SQL = "SELECT {columns} FROM {table} t WHERE t.id = ANY(%b)"
 
 
 def _by_id(model: type[M], ids: set[uuid.UUID]) -> dict[uuid.UUID, M]:
-    """Rows by primary key, as `in_bulk` (in binary on PostgreSQL: a batch reads three such
-    sets, and the ORM's compiling of each cost more than the rows)."""
-    if connection.vendor != "postgresql":
-        return model._default_manager.in_bulk(ids)
+    """Rows by primary key, as `in_bulk` (in binary: a batch reads three such sets, and
+    the ORM's compiling of each cost more than the rows)."""
     columns = Columns(model, "t")
     table = connection.ops.quote_name(model._meta.db_table)
     rows = rows_fetch(_BY_ID_SQL.format(columns=columns.select, table=table), [list(ids)])
     return {instance.pk: instance for instance in columns.make_all(rows)}
-
-
-def _load_portable(ids: list[uuid.UUID]) -> Loaded:
-    """The same through the ORM (SQLite, `make run`'s embedded default)."""
-    runs = {
-        run.id: run
-        for run in AutomationRun.objects.select_for_update(of=("self",))
-        .select_related("contact")
-        .filter(id__in=ids)
-        .order_by("id")
-    }
-    started = [run.id for run in runs.values() if run.started_at is not None]
-    steps: dict[uuid.UUID, list[RunStep]] = {}
-    waits: dict[uuid.UUID, list[RunWait]] = {}
-    if started:
-        for step in RunStep.objects.filter(run_id__in=started).order_by("sequence", "id"):
-            steps.setdefault(step.run_id, []).append(step)
-        for wait in RunWait.objects.filter(run_id__in=started).order_by("created_at", "id"):
-            waits.setdefault(wait.run_id, []).append(wait)
-    return runs, steps, waits
 
 
 def runs_claim(*, limit: int | None = None) -> tuple[uuid.UUID, list[RunJob]]:

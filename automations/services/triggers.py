@@ -378,13 +378,6 @@ def jobs_due(*, run_ids: list[Any], now: Any) -> None:
     alone: that worker locks the run next and sees what changed."""
     if not run_ids:
         return
-    if connection.vendor != "postgresql":
-        # SQLite (`make run`'s default) locks the whole database for a write: no row
-        # locks to skip, and no `FOR UPDATE` to write.
-        RunJob.objects.filter(run_id__in=run_ids).exclude(status=WorkStatus.PROCESSING).update(
-            status=WorkStatus.ACCEPTED, next_attempt_at=now, attempts=0
-        )
-        return
     table = connection.ops.quote_name(RunJob._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(

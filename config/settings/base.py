@@ -12,10 +12,6 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
-# Where the embedded default keeps its SQLite database and filesystem broker; a relative
-# path is taken from the repository root.
-RUN_DIR = BASE_DIR / env.str("RUN_DIR", default=".run")
-
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-local-development-key-change-me")
 # Fernet keys that encrypt secrets at rest (config/secrets.py), comma-separated: the first
 # encrypts, every one decrypts. Local and test runs derive one from SECRET_KEY; production
@@ -95,37 +91,16 @@ TEMPLATES = [
     },
 ]
 
-RUN_DIR.mkdir(parents=True, exist_ok=True)
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{RUN_DIR / 'db.sqlite3'}")}
-# The embedded default serves the API, a worker and beat at once: WAL lets readers run
-# beside the writer, IMMEDIATE takes the write lock up front instead of failing on
-# upgrade, and the timeout waits for it. The test settings reuse it for their SQLite run.
-SQLITE_OPTIONS = {
-    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    "transaction_mode": "IMMEDIATE",
-    "timeout": 20,
-}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
-else:
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
-    # A health check costs a `SELECT 1` round trip on every request; persistent connections
-    # are recycled every CONN_MAX_AGE seconds anyway, so it is off unless asked for.
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool(
-        "DATABASE_CONN_HEALTH_CHECKS", default=False
-    )
+# DATABASES, CACHES and CELERY_BROKER_URL: PostgreSQL, and Redis or Valkey shared by every
+# process. Each environment's settings read them (config/settings/connections.py checks
+# them), with the defaults that environment has: `make run`'s servers (local), 127.0.0.1
+# (test), none (production).
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-CACHE_URL = env.str("CACHE_URL", default="")
 # Seconds each server process keeps key records and projects in memory in front of the
 # shared cache; changes on other processes are seen within this bound (0 turns it off).
 LOCAL_CACHE_SECONDS = env.float("LOCAL_CACHE_SECONDS", default=5)
-if CACHE_URL:
-    CACHES = {"default": env.cache_url("CACHE_URL")}
-else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-
 # `manage.py create_demo_admin` (run by `make run` on first start) prints a staff login's
 # password; only the local settings allow it.
 DEMO_ADMIN_ALLOWED = False
@@ -205,23 +180,9 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Celery. With no broker configured the embedded filesystem transport needs no server.
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    _broker_dir = RUN_DIR / "broker"
-    for _sub in ("queue", "processed", "control"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir / "queue"),
-        "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
-        "control_folder": str(_broker_dir / "control"),
-        "store_processed": False,
-    }
-else:
-    # Longer than the longest countdown any task is given, so a delayed task is not
-    # redelivered while it still waits.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3 * 3600}
+# Celery, on the Redis broker. Longer than the longest countdown any task is given, so a
+# delayed task is not redelivered while it still waits.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3 * 3600}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"

@@ -1,6 +1,7 @@
 """Production: secrets and services come from the environment, nothing has a default."""
 
 from config.secrets import keys_parsed
+from config.settings import connections
 from config.settings.base import *  # noqa: F403
 from config.settings.base import env
 
@@ -14,7 +15,13 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 
-# No embedded fallbacks here: SQLite, the filesystem broker and a per-process cache are for
-# one machine. Key and project lookups are cached, so every process must share the cache.
-for _required in ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL"):
-    env.str(_required)
+# Every connection comes from the environment: PostgreSQL, and Redis or Valkey shared by
+# every process (key and project lookups are cached, so every process must share the cache).
+_urls = connections.urls(
+    env,
+    defaults={},
+    missing="the production settings take every connection from the environment",
+)
+DATABASES = {"default": connections.database(env, _urls["DATABASE_URL"])}
+CACHES = {"default": connections.cache(_urls["CACHE_URL"])}
+CELERY_BROKER_URL = connections.redis_url("CELERY_BROKER_URL", _urls["CELERY_BROKER_URL"])

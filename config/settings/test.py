@@ -1,35 +1,27 @@
 """The test suite: PostgreSQL and Redis on 127.0.0.1 unless the environment says otherwise."""
 
-from pathlib import Path
-
+from config.settings import connections
 from config.settings.base import *  # noqa: F403
-from config.settings.base import SQLITE_OPTIONS, env
+from config.settings.base import env
 
-DATABASES = {
-    "default": env.db(
-        "DATABASE_URL", default="postgres://postgres:postgres@127.0.0.1:5432/sendrealm"
-    )
-}
-DATABASES["default"]["CONN_MAX_AGE"] = 0
+_urls = connections.urls(
+    env,
+    defaults={
+        "DATABASE_URL": "postgres://postgres:postgres@127.0.0.1:5432/sendrealm",
+        "CACHE_URL": "redis://127.0.0.1:6379/0",
+        "CELERY_BROKER_URL": "redis://127.0.0.1:6379/1",
+    },
+    missing="",
+)
+DATABASES = {"default": connections.database(env, _urls["DATABASE_URL"], conn_max_age=0)}
 DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default="") or None}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # `make test`'s second run: the embedded default's write paths with `make run`'s
-    # options, on a file next to DATABASE_URL's (`test_` prefixed, as PostgreSQL's is): in
-    # memory SQLite locks whole tables, which fails concurrent requests a file serves.
-    DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
-    _path = Path(DATABASES["default"]["NAME"])
-    DATABASES["default"]["TEST"]["NAME"] = DATABASES["default"]["TEST"]["NAME"] or str(
-        _path.with_name(f"test_{_path.name}")
-    )
-
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": env.str("CACHE_URL", default="redis://127.0.0.1:6379/0"),
+        **connections.cache(_urls["CACHE_URL"]),
         "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="test"),
     }
 }
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/1")
+CELERY_BROKER_URL = connections.redis_url("CELERY_BROKER_URL", _urls["CELERY_BROKER_URL"])
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOGGING["root"]["level"] = "WARNING"

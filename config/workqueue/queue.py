@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from django.db import connection, models, transaction
-from django.db.models import Case, F, Prefetch, Value, When, prefetch_related_objects
+from django.db.models import Case, Prefetch, Value, When, prefetch_related_objects
 
 from config import clock
 from config.bulk import rows_fetch, statement_run
@@ -209,14 +209,9 @@ class WorkQueue(Generic[T]):
         token = uuid.uuid4()
         lease_until = now + dt.timedelta(seconds=_tunable(self.lease_seconds))
         with transaction.atomic():
-            if connection.vendor == "postgresql":
-                items = self._claim_postgresql(
-                    limit=limit, now=now, token=token, lease_until=lease_until
-                )
-            else:
-                items = self._claim_portable(
-                    limit=limit, now=now, token=token, lease_until=lease_until
-                )
+            items = self._claim_postgresql(
+                limit=limit, now=now, token=token, lease_until=lease_until
+            )
         if self.prefetch_related:
             prefetch_related_objects(items, *self.prefetch_related)
         items.sort(key=self._order_key)
@@ -293,39 +288,6 @@ class WorkQueue(Generic[T]):
             return list(self._rows.raw(sql.format(returning=f"{table}.*"), params))
         rows = rows_fetch(sql.format(returning=columns.select).replace("%s", "%b"), params)
         return columns.make_all(rows)
-
-    def _claim_portable(
-        self, *, limit: int, now: dt.datetime, token: uuid.UUID, lease_until: dt.datetime
-    ) -> list[T]:
-        ids = list(
-            self._rows.select_for_update(skip_locked=True)
-            .filter(status__in=DUE_STATUSES, next_attempt_at__lte=now)
-            .order_by("next_attempt_at")
-            .values_list("pk", flat=True)[:limit]
-        )
-        lost: list[Any] = []
-        if len(ids) < limit:
-            lost = list(
-                self._rows.select_for_update(skip_locked=True)
-                .filter(status=WorkStatus.PROCESSING, lease_expires_at__lte=now)
-                .order_by("lease_expires_at")
-                .values_list("pk", flat=True)[: limit - len(ids)]
-            )
-        if lost:
-            logger.warning("Reclaiming %d %s whose worker stopped", len(lost), self._label)
-            self._rows.filter(pk__in=lost).update(
-                last_error=str(WorkerLost.__doc__), error_code=WorkerLost.code
-            )
-        claimed = ids + lost
-        if not claimed:
-            return []
-        self._rows.filter(pk__in=claimed).update(
-            status=WorkStatus.PROCESSING,
-            attempts=F("attempts") + 1,
-            claim_token=token,
-            lease_expires_at=lease_until,
-        )
-        return list(self._rows.filter(pk__in=claimed, claim_token=token))
 
     # --- run ---
 
@@ -515,9 +477,8 @@ class WorkQueue(Generic[T]):
         keys = [item.pk for item in items]
         marked = set(keys)
         if not held:
-            # Read, then written in the same transaction: on PostgreSQL the rows read are
-            # locked until its end; SQLite, the other database here, runs one writing
-            # transaction at a time.
+            # Read, then written in the same transaction: the rows read are locked until
+            # its end.
             marked = set(
                 self._rows.select_for_update()
                 .filter(pk__in=keys, status=WorkStatus.PROCESSING, claim_token=token)
@@ -531,9 +492,7 @@ class WorkQueue(Generic[T]):
     @staticmethod
     def _in_one_update(columns: dict[str, Any]) -> bool:
         """Whether `_record_done_postgresql` can write `columns` (values and `PerItem`s)."""
-        return connection.vendor == "postgresql" and not any(
-            hasattr(value, "resolve_expression") for value in columns.values()
-        )
+        return not any(hasattr(value, "resolve_expression") for value in columns.values())
 
     def _record_done_postgresql(
         self, *, items: list[T], columns: dict[str, Any], token: uuid.UUID | None = None

@@ -2,17 +2,16 @@
 outbox). One INSERT ... ON CONFLICT per request or per batch on PostgreSQL."""
 
 import datetime as dt
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 
 from config import clock
 from config.api.errors import PlanLimitExceeded, ServiceError
 from config.db import binary_cursor
-from events.models import Event, EventSource, EventStatus
+from events.models import Event
 from events.validation import EventInput
 from events.wake import events_wake
 from tenancy.models import Meter, Project
@@ -70,10 +69,6 @@ class IngestResult:
         }
 
 
-def _postgres() -> bool:
-    return connection.vendor == "postgresql"
-
-
 def _reserve(
     *, project: Project, items: list[EventInput]
 ) -> tuple[Reservation, dict[str, IngestResult]]:
@@ -107,27 +102,24 @@ def event_ingest(*, project: Project, item: EventInput) -> IngestResult:
 def _ingest_one(*, project: Project, item: EventInput) -> IngestResult:
     now = clock.now()
     new_id = uuid.uuid4()
-    if _postgres():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _INSERT_ONE,
-                [
-                    new_id,
-                    project.id,
-                    item.event,
-                    item.email,
-                    item.external_id,
-                    item.contact_ref,
-                    item.payload_json,
-                    item.occurred_at or now,
-                    item.idempotency_key,
-                    now,
-                    now,
-                ],
-            )
-            inserted = cursor.fetchone() is not None
-    else:
-        inserted = _insert_portable(project=project, item=item, new_id=new_id, now=now)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _INSERT_ONE,
+            [
+                new_id,
+                project.id,
+                item.event,
+                item.email,
+                item.external_id,
+                item.contact_ref,
+                item.payload_json,
+                item.occurred_at or now,
+                item.idempotency_key,
+                now,
+                now,
+            ],
+        )
+        inserted = cursor.fetchone() is not None
     if inserted:
         transaction.on_commit(events_wake)
         return IngestResult(new_id, item.event, item.idempotency_key, "accepted", now, False)
@@ -170,31 +162,24 @@ def _ingest_many(
     ids = [uuid.uuid4() for _ in valid]
     if not valid:
         return 0
-    if _postgres():
-        with binary_cursor() as cursor:
-            cursor.execute(
-                _INSERT_MANY,
-                [
-                    project.id,
-                    now,
-                    now,
-                    ids,
-                    [item.event for _, item in valid],
-                    [item.email for _, item in valid],
-                    [item.external_id for _, item in valid],
-                    [item.contact_ref for _, item in valid],
-                    [item.payload_json for _, item in valid],
-                    [item.occurred_at or now for _, item in valid],
-                    [item.idempotency_key for _, item in valid],
-                ],
-            )
-            inserted = {row[0] for row in cursor.fetchall()}
-    else:
-        inserted = {
-            new_id
-            for new_id, (_, item) in zip(ids, valid, strict=True)
-            if _insert_portable(project=project, item=item, new_id=new_id, now=now)
-        }
+    with binary_cursor() as cursor:
+        cursor.execute(
+            _INSERT_MANY,
+            [
+                project.id,
+                now,
+                now,
+                ids,
+                [item.event for _, item in valid],
+                [item.email for _, item in valid],
+                [item.external_id for _, item in valid],
+                [item.contact_ref for _, item in valid],
+                [item.payload_json for _, item in valid],
+                [item.occurred_at or now for _, item in valid],
+                [item.idempotency_key for _, item in valid],
+            ],
+        )
+        inserted = {row[0] for row in cursor.fetchall()}
     missing_keys = [
         item.idempotency_key
         for new_id, (_, item) in zip(ids, valid, strict=True)
@@ -213,46 +198,11 @@ def _ingest_many(
     return len(inserted)
 
 
-def _insert_portable(
-    *, project: Project, item: EventInput, new_id: uuid.UUID, now: dt.datetime
-) -> bool:
-    """The same insert through the ORM, for databases without the PostgreSQL path."""
-    try:
-        with transaction.atomic():
-            Event.objects.create(
-                id=new_id,
-                project=project,
-                event=item.event,
-                source=EventSource.CUSTOMER,
-                email=item.email,
-                external_id=item.external_id,
-                contact_ref=item.contact_ref,
-                payload=json.loads(item.payload_json),
-                occurred_at=item.occurred_at or now,
-                idempotency_key=item.idempotency_key,
-                status=EventStatus.ACCEPTED,
-                next_attempt_at=now,
-                created_at=now,
-            )
-    except IntegrityError:
-        if item.idempotency_key is None:
-            raise
-        return False
-    return True
-
-
 def _existing(*, project: Project, keys: list[str | None]) -> dict[str, IngestResult]:
     """The stored events for idempotency keys that were already used (duplicates)."""
-    if _postgres():
-        with connection.cursor() as cursor:
-            cursor.execute(_SELECT_KEYED, [project.id, list(set(keys))])
-            rows = cursor.fetchall()
-    else:
-        rows = list(
-            Event.objects.filter(project=project, idempotency_key__in=set(keys)).values_list(
-                "id", "idempotency_key", "event", "status", "created_at"
-            )
-        )
+    with connection.cursor() as cursor:
+        cursor.execute(_SELECT_KEYED, [project.id, list(set(keys))])
+        rows = cursor.fetchall()
     return {
         key: IngestResult(event_id, name, key, status, created_at, True)
         for event_id, key, name, status, created_at in rows

@@ -81,13 +81,6 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
         return
     now = clock.now()
     connection = connections[router.db_for_write(Event)]
-    if connection.vendor != "postgresql":
-        # SQLite (the embedded default) has no arrays to unnest: rows, one statement.
-        Event.objects.bulk_create(
-            [_event_row(project=project, name=name, each=each, now=now) for each in events]
-        )
-        transaction.on_commit(events_wake)
-        return
     template = _event_row(project=project, name=name, each=SystemEvent(payload={}), now=now)
     encoder = Event._meta.get_field("payload").encoder
     arrays: dict[str, list[Any]] = {

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 
 from config.api.errors import Issue, ValidationFailed
 from imports import conf
-from imports.errors import DatabaseUnsupported, ImportTooLarge
+from imports.errors import ImportTooLarge
 from imports.mapping import (
     ColumnMapping,
     MappedRow,
@@ -45,11 +45,6 @@ MAX_RECORD_CHARS = 1024 * 1024
 MAX_COLUMNS_KEPT = 1000
 # Control characters other than tab, newlines and form feed: text files have none.
 _CONTROL = frozenset(chr(code) for code in range(32)) - {"\t", "\n", "\r", "\x0c"}
-
-
-def _require_postgresql() -> None:
-    if connection.vendor != "postgresql":
-        raise DatabaseUnsupported()
 
 
 def _file_issue(message: str, code: str, path: str = "file") -> ValidationFailed:
@@ -394,7 +389,6 @@ def import_create_from_csv(
     temporary file on disk), each row mapped and stored. Bad rows are stored as invalid;
     a file that cannot be read as CSV, or a mapping that does not fit its header, is a
     400 and stores nothing."""
-    _require_postgresql()
     if size > conf.max_file_bytes():
         raise ImportTooLarge(details=f"A CSV file may be up to {conf.max_file_bytes()} bytes.")
     parsed = mapping_parsed(mapping)
@@ -426,7 +420,6 @@ def import_create_from_rows(
 ) -> Import:
     """An import of JSON rows (objects of column -> value). A row that is not an object
     is an invalid row; a mapped column that no row has is a 400."""
-    _require_postgresql()
     parsed = mapping_parsed(mapping)
     columns: dict[str, None] = {}
     for row in rows:

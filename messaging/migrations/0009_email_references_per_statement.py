@@ -131,16 +131,11 @@ CREATE CONSTRAINT TRIGGER {name}_rekeyed AFTER UPDATE OF id ON {table}
 
 
 def create_triggers(apps, schema_editor):
-    # SQLite (`make run`'s embedded default) keeps no foreign keys on these either.
-    if schema_editor.connection.vendor != "postgresql":
-        return
     # No parameters: the functions hold `%` of their own (format()).
     schema_editor.execute(_inserted_check() + _updated_check() + _referenced_checks(), None)
 
 
 def drop_triggers(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     sql = ""
     for column, table in REFERENCES:
         name = f"messaging_email_{column}"

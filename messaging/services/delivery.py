@@ -360,9 +360,6 @@ def _unflushed_commits() -> Iterator[None]:
     of PostgreSQL itself can lose the last fraction of a second of marks, and those
     emails are then sent again. Waiting for the flush instead would cap each worker at
     one message per disk sync."""
-    if connection.vendor != "postgresql":
-        yield
-        return
     with connection.cursor() as cursor:
         cursor.execute("SET synchronous_commit TO off")
     try:
@@ -393,17 +390,9 @@ def _mark_sent(email: Email, sent: Sent) -> None:
     conditional update cost several times the statement itself."""
     sent_at = clock.now()
     params = [EmailStatus.SENT.value, sent_at, sent.provider_message_id, email.pk]
-    if connection.vendor == "postgresql":
-        with binary_cursor() as cursor:
-            cursor.execute(_mark_sent_sql(), [*params, EmailStatus.QUEUED.value])
-            updated = cursor.rowcount
-    else:
-        updated = Email.objects.filter(pk=email.pk, status=EmailStatus.QUEUED).update(
-            status=EmailStatus.SENT,
-            sent_at=sent_at,
-            provider_message_id=sent.provider_message_id,
-            last_error=None,
-        )
+    with binary_cursor() as cursor:
+        cursor.execute(_mark_sent_sql(), [*params, EmailStatus.QUEUED.value])
+        updated = cursor.rowcount
     if updated:
         email.status, email.sent_at = EmailStatus.SENT, sent_at
         # Metered once the server took it, and once only (the update is conditional).

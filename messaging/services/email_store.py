@@ -4,9 +4,8 @@ makes emails in bulk stores them here (a campaign's fan-out, `EmailBatch` for th
 automations engine and `email_send_many`), so the rows they write are the same rows.
 
 Emails travel as columns: those that differ per email (`columns`, one tuple per email)
-and those every email of the write shares (`constants`, formatted once). On PostgreSQL
-both inserts are a COPY (config/copy.py); elsewhere (SQLite: `make run`'s embedded
-default) the rows go through `config.bulk.rows_insert`.
+and those every email of the write shares (`constants`, formatted once). Both inserts are
+a COPY (config/copy.py).
 """
 
 import datetime as dt
@@ -15,7 +14,6 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from config.bulk import rows_insert
 from config.copy import copy_insert
 from config.workqueue.models import WorkStatus
 from messaging.models import Email, EmailDelivery
@@ -50,15 +48,8 @@ def emails_insert(
     if not rows:
         return
     jobs = [(email_id,) for email_id in queued]
-    if connection.vendor == "postgresql":
-        copy_insert(Email, columns, rows, constants=constants)
-        copy_insert(EmailDelivery, ("email",), jobs, constants=_delivery_constants(now))
-    else:
-        rows_insert(
-            Email, [Email(**dict(zip(columns, row, strict=True)), **constants) for row in rows]
-        )
-        delivery = _delivery_constants(now)
-        rows_insert(EmailDelivery, [EmailDelivery(email_id=job, **delivery) for (job,) in jobs])
+    copy_insert(Email, columns, rows, constants=constants)
+    copy_insert(EmailDelivery, ("email",), jobs, constants=_delivery_constants(now))
     if jobs:
         transaction.on_commit(EMAIL_QUEUE.wake)
 

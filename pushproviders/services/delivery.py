@@ -23,7 +23,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Prefetch
 
 from config import clock
 from config.bulk import statement_run
@@ -143,34 +143,7 @@ def push_messages_roll_up(*, message_ids: Iterable[Any]) -> int:
     ids = sorted(set(message_ids))
     if not ids:
         return 0
-    if connection.vendor == "postgresql":
-        return _roll_up_postgresql(ids)
-    counts = (
-        PushDelivery.objects.filter(message_id__in=ids)
-        .values("message_id")
-        .annotate(
-            total=Count("pk"),
-            sent=Count("pk", filter=Q(state=PushDeliveryState.SENT)),
-            pending=Count("pk", filter=Q(state=PushDeliveryState.QUEUED)),
-        )
-    )
-    final: dict[str, list[Any]] = defaultdict(list)
-    for row in counts:
-        if row["pending"]:
-            continue
-        if row["sent"] == row["total"]:
-            final[PushMessageStatus.SENT].append(row["message_id"])
-        elif row["sent"]:
-            final[PushMessageStatus.PARTIALLY_SENT].append(row["message_id"])
-        else:
-            final[PushMessageStatus.FAILED].append(row["message_id"])
-    now = clock.now()
-    changed = 0
-    for status, members in final.items():
-        changed += PushMessage.objects.filter(
-            pk__in=members, status=PushMessageStatus.QUEUED
-        ).update(status=status, sent_at=None if status == PushMessageStatus.FAILED else now)
-    return changed
+    return _roll_up_postgresql(ids)
 
 
 def _roll_up_postgresql(ids: list[Any]) -> int:

@@ -5,14 +5,9 @@ live changes only through prepare and execute, and leaves an audit record."""
 import uuid
 
 import pytest
-from django.db import connection
 
-from agent.dispatch import ToolOutcome
 from agent.models import ToolCall
-from agent.services import tool_call_record
 from automations.models import Automation, AutomationStatus
-from config import clock
-from tenancy.api.authentication import api_key_authenticate
 from tenancy.models import KeyKind, Role, Scope
 from tenancy.services import api_key_create, team_set_rollout
 from tests.agent.conftest import data, error
@@ -474,30 +469,6 @@ def test_every_call_leaves_an_audit_record(mcp, world, owner):
     assert {c["user_id"] for c in calls} == {owner_user.id}
     assert len({c["api_key_id"] for c in calls}) == 1
     assert all(c["duration_ms"] > 0 for c in calls)
-
-
-def test_the_audit_row_is_written_by_the_orm_where_postgresql_is_not_used(world, monkeypatch):
-    # The embedded SQLite default (`make run`) has no `set_config`; the row is the same.
-    key = api_key_authenticate(f"Bearer {world.keys['personal_owner']}")
-    monkeypatch.setattr(connection, "vendor", "sqlite")
-
-    tool_call_record(
-        key=key,
-        project_id=world.project.id,
-        tool="contacts_get",
-        outcome=ToolOutcome(status=404, structured={"code": "not_found"}, is_error=True),
-        duration_ms=1.25,
-        created_at=clock.now(),
-    )
-
-    row = ToolCall.objects.get()
-    assert (row.tool, row.outcome, row.status, row.project_id) == (
-        "contacts_get",
-        "not_found",
-        404,
-        world.project.id,
-    )
-    assert str(row.api_key_id) == key.id
 
 
 @pytest.mark.parametrize("modern", [False, True])

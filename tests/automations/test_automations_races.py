@@ -8,12 +8,8 @@ from tests.automations.conftest import Automations
 from tests.automations.factories import simple_definition
 from tests.conftest import Api
 from tests.contacts.test_contacts_races import run_in_threads
-from tests.marks import postgresql_only
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    postgresql_only("row locks under concurrent requests"),
-]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def make(key: str, project=None) -> dict:

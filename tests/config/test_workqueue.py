@@ -652,10 +652,9 @@ def test_complete_records_the_rows_its_claim_holds_in_one_statement(clock):
     assert (outcome.processed, outcome.skipped) == ([rows[1].pk], 1)
     assert work.finished == [rows[1].pk]
     statements = [q["sql"].split()[0] for q in captured.captured_queries]
-    if connection.vendor == "postgresql":
-        # One to mark the rows held and name them, one for the work's own write; no lock
-        # taken first and no savepoint but the transaction's own (the test's is outside).
-        assert statements == ["SAVEPOINT", "UPDATE", "UPDATE", "RELEASE"]
+    # One to mark the rows held and name them, one for the work's own write; no lock
+    # taken first and no savepoint but the transaction's own (the test's is outside).
+    assert statements == ["SAVEPOINT", "UPDATE", "UPDATE", "RELEASE"]
 
     queue.complete(token=token, items=items, work=work)
     states = {

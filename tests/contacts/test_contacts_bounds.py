@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from config.api.errors import PayloadTooLarge, ValidationFailed
+from config.api.errors import ValidationFailed
 from contacts.models import Contact
-from contacts.services import _upsert_portable, contact_upsert
+from contacts.services import contact_upsert
 from events.models import Event
 from tests.contacts.factories import ContactFactory
 from tests.contacts.test_contacts_api import assert_error
@@ -111,17 +111,6 @@ def test_a_patch_over_the_bound_is_422_and_changes_nothing(api, world, small_lim
     contact.refresh_from_db()
     assert set(contact.fields) == {"bio"}
     assert contact.external_id is None
-
-
-def test_the_portable_upsert_keeps_the_same_bound(world, small_limit):
-    ContactFactory(project=world.project, email="ada@example.com", fields={"bio": blob(1800)})
-
-    with pytest.raises(PayloadTooLarge):
-        _upsert_portable(world.project, "ada@example.com", {"notes": blob(400)}, None)
-    with pytest.raises(PayloadTooLarge):
-        _upsert_portable(world.project, "new@example.com", {"notes": blob(LIMIT)}, None)
-
-    assert Contact.objects.get().fields == {"bio": blob(1800)}
 
 
 def test_the_service_refuses_text_postgresql_cannot_store_at_its_path(world):

@@ -8,7 +8,6 @@ import pytest
 from django.db import connection
 
 from contacts.models import Contact
-from contacts.services import _upsert_portable
 from events.models import Event
 from tests.conftest import Api
 from tests.contacts.factories import ContactFactory
@@ -65,19 +64,6 @@ def test_fifty_concurrent_api_upserts_of_one_address_create_exactly_one_contact(
     assert contact.fields == {f"k{i}": i for i in range(50)}
     assert Event.objects.filter(event="sendrealm.contact.created", contact=contact).count() == 1
     assert Event.objects.filter(event="sendrealm.contact.updated", contact=contact).count() == 49
-
-
-def test_the_portable_upsert_also_resolves_a_race_to_one_contact(world):
-    project = world.project
-
-    def upsert(index: int) -> bool:
-        _, created = _upsert_portable(project, "portable@example.com", {f"k{index}": 1}, None)
-        return created
-
-    results = run_in_threads(50, upsert)
-    assert results.count(True) == 1
-    contact = Contact.objects.get(project=project, email="portable@example.com")
-    assert len(contact.fields) == 50
 
 
 def test_concurrent_patches_and_upserts_of_one_contact_lose_no_field(world):

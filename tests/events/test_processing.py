@@ -26,7 +26,6 @@ from events.services.processing import (
 from events.tasks import sweep
 from events.validation import event_input_parse
 from tests.events.conftest import drain
-from tests.marks import postgresql_only
 
 pytestmark = pytest.mark.django_db
 
@@ -262,7 +261,6 @@ def test_a_batch_resolves_its_contacts_in_a_fixed_number_of_statements(world, cl
     assert statements(events_process_batch) == few
 
 
-@postgresql_only("contacts are created in bulk with INSERT ... FROM unnest")
 def test_a_batch_creates_its_new_contacts_in_a_fixed_number_of_statements(world, clock):
     # Handlers' per-project state (automations' trigger map) is loaded by a first batch.
     ingest(world, email="n0@example.com")
@@ -301,7 +299,6 @@ def test_a_new_email_whose_external_id_another_contact_holds_fails_alone(world, 
     assert (third.contact_id, made.external_id) == (made.id, "crm-10")
 
 
-@postgresql_only("contacts are created in bulk with INSERT ... FROM unnest")
 def test_new_contacts_of_one_batch_are_made_once_each_when_the_batch_is_redone(
     world, clock, handler
 ):
@@ -377,7 +374,6 @@ def test_the_retry_policy_follows_settings_and_project_overrides(world, settings
     assert retry_policy_for(world.project).max_attempts == 5
 
 
-@postgresql_only("the counting handler writes with jsonb_set")
 def test_a_writing_handler_runs_once_per_event_when_a_batch_is_redelivered(world, clock, handler):
     handler(bump)
     contact, _ = contact_upsert(project=world.project, email="once@example.com")

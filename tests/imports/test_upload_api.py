@@ -4,7 +4,6 @@
 import codecs
 
 import pytest
-from django.db import connection
 from django.test import override_settings
 
 from imports.models import Import, ImportRow, RowError, RowStatus
@@ -286,14 +285,6 @@ def test_an_encoding_that_is_no_text_codec_is_400_at_encoding(imports, encoding)
 
     assert error_of(response) == (400, "validation_error")
     assert issue_paths(response) == ["encoding"]
-
-
-def test_imports_need_postgresql(imports, monkeypatch):
-    monkeypatch.setattr(connection, "vendor", "sqlite")
-
-    response = imports.upload_csv(csv_text("Email", "a@example.com"), {"Email": "email"})
-
-    assert error_of(response) == (501, "not_implemented")
 
 
 def test_an_empty_file_has_no_header(imports):
