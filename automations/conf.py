@@ -47,13 +47,6 @@ def task_time_budget_seconds() -> float:
     return float(setting("AUTOMATIONS_TASK_BUDGET_SECONDS", 20))
 
 
-def trigger_map_ttl_seconds() -> float:
-    """How long a process trusts its map of a project's triggers before it asks the shared
-    cache whether the project's automations changed (publish, pause, resume, archive,
-    delete). A change made in another process is seen within this time."""
-    return float(setting("AUTOMATIONS_TRIGGER_MAP_TTL_SECONDS", 2.0))
-
-
 def test_run_step_limit() -> int:
     """Steps a test run may take before it is stopped (a loop through a wait would
     otherwise run on its virtual clock for ever)."""

@@ -6,26 +6,25 @@ commits.
 
 Most events concern no automation, so the handler first asks an in-process map of the
 project's triggers (the event names that start runs, and the names open waits may be
-waiting for): an event whose name is in neither costs no query. A process rebuilds a
-project's map (one query) when it has none, and when the project's stamp in the shared
-cache changed: publish, pause, resume, archive and delete set a new stamp after they
-commit. A process asks the cache at most once per `AUTOMATIONS_TRIGGER_MAP_TTL_SECONDS`
-per project, so a change made elsewhere is seen within that time.
+waiting for): an event whose name is in neither costs no query. The map is exact, not
+trusted for a time: publish, pause, resume, archive and delete write a new stamp for the
+project (`TriggerStamp`) in their own transaction, and a batch reads the project's stamp
+once (a key lookup) inside its processing transaction, rebuilding the map (one query)
+when it differs from the one the map was built at. The batch's events were claimed, so
+accepted, before that read: an event accepted after a change committed is matched
+against the change, whichever process handles it.
 """
 
 import logging
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection, transaction
 
-from automations import conf
 from automations.definition.conditions import condition_holds, payload_value
 from automations.models import (
     AutomationEntry,
@@ -39,6 +38,7 @@ from automations.models import (
     RunStatus,
     RunWait,
     StepType,
+    TriggerStamp,
     WaitStatus,
 )
 from automations.queue import RUN_QUEUE
@@ -53,7 +53,12 @@ from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
-STAMP_KEY = "automations:triggers:{project_id}"
+_STAMP_TABLE = connection.ops.quote_name(TriggerStamp._meta.db_table)
+_STAMP_READ = f"SELECT stamp FROM {_STAMP_TABLE} WHERE project_id = %s"  # noqa: S608
+_STAMP_WRITE = (
+    f"INSERT INTO {_STAMP_TABLE} (project_id, stamp) VALUES (%s, %s) "  # noqa: S608
+    "ON CONFLICT (project_id) DO UPDATE SET stamp = EXCLUDED.stamp"
+)
 
 
 @dataclass(frozen=True)
@@ -70,35 +75,32 @@ class Trigger:
 
 @dataclass
 class ProjectTriggers:
-    """A project's triggers by event name, and the event names its waits may wait for."""
+    """A project's triggers by event name, and the event names its waits may wait for,
+    as of the project's `stamp`."""
 
     by_event: dict[str, tuple[Trigger, ...]] = field(default_factory=dict)
     wait_events: frozenset[str] = frozenset()
     stamp: Any = None
-    checked_at: float = 0.0
 
 
 _maps: dict[Any, ProjectTriggers] = {}
 _maps_lock = threading.Lock()
 
 
-def _stamp_key(project_id: Any) -> str:
-    return STAMP_KEY.format(project_id=project_id)
-
-
-def _shared_stamp(project_id: Any) -> Any:
-    try:
-        return cache.get(_stamp_key(project_id))
-    except Exception:
-        logger.warning("The trigger stamp could not be read; rebuilding", exc_info=True)
-        return object()  # never equal: rebuild
+def _stamp_read(project_id: Any) -> Any:
+    """The project's stamp as committed now (None: its automations never changed)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STAMP_READ, [project_id])
+        row = cursor.fetchone()
+    return None if row is None else row[0]
 
 
 def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
     """One query: the published and superseded versions of the project's automations that
     are neither archived nor deleted. Published versions of active automations are the
     triggers; every such version's `wait_for_event` steps name events that runs in
-    progress (which finish on the version they started with) may be waiting for."""
+    progress (which finish on the version they started with) may be waiting for. Run
+    after `stamp` was read, so the map is at least as new as its stamp."""
     rows = (
         AutomationVersion.objects.filter(
             automation__project_id=project_id,
@@ -133,19 +135,16 @@ def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
         by_event={name: tuple(each) for name, each in by_event.items()},
         wait_events=frozenset(wait_events),
         stamp=stamp,
-        checked_at=time.monotonic(),
     )
 
 
 def project_triggers(project_id: Any) -> ProjectTriggers:
-    """The project's map, rebuilt when missing or when the shared stamp moved."""
+    """The project's map as of the stamp committed now: this process's, or rebuilt when
+    it has none or the stamp moved. One key lookup, plus the build when it moved; call
+    it once per batch, inside the batch's transaction."""
+    stamp = _stamp_read(project_id)
     entry = _maps.get(project_id)
-    now = time.monotonic()
-    if entry is not None and now - entry.checked_at < conf.trigger_map_ttl_seconds():
-        return entry
-    stamp = _shared_stamp(project_id)
     if entry is not None and entry.stamp == stamp:
-        entry.checked_at = now
         return entry
     entry = _build(project_id, stamp)
     with _maps_lock:
@@ -154,27 +153,19 @@ def project_triggers(project_id: Any) -> ProjectTriggers:
 
 
 def triggers_changed(*, project_id: Any) -> None:
-    """Tells every process, after the caller's transaction commits, that the project's
-    automations changed: this process forgets its map now and again after the commit,
-    others when they next ask the cache."""
-
-    def forget() -> None:
-        with _maps_lock:
-            _maps.pop(project_id, None)
-
-    def publish() -> None:
-        forget()
-        try:
-            cache.set(_stamp_key(project_id), uuid.uuid4().hex, timeout=None)
-        except Exception:
-            logger.warning("The trigger stamp could not be written", exc_info=True)
-
-    forget()
-    transaction.on_commit(publish)
+    """Records, in the caller's transaction, that the project's automations changed: a
+    new stamp, seen by every process's next batch once the transaction commits. Call it
+    last in the change: the stamp's row stays locked until the commit, which orders
+    concurrent changes of one project."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STAMP_WRITE, [project_id, uuid.uuid4()])
+    with _maps_lock:
+        _maps.pop(project_id, None)
 
 
 def triggers_forget_local() -> None:
-    """Drops this process's maps (tests)."""
+    """Drops this process's maps (tests that make automations without a lifecycle
+    change, so without a new stamp)."""
     with _maps_lock:
         _maps.clear()
 
