@@ -47,6 +47,14 @@ def task_time_budget_seconds() -> float:
     return float(setting("AUTOMATIONS_TASK_BUDGET_SECONDS", 20))
 
 
+def wait_recheck_seconds() -> float:
+    """How long a run whose `wait_for_event` deadline passed waits before the engine looks
+    again, while an event accepted before the deadline that may match is unprocessed.
+    Matching makes the run's job due at once; this bounds only how late a timeout is
+    taken once that event turned out not to match."""
+    return float(setting("AUTOMATIONS_WAIT_RECHECK_SECONDS", 5))
+
+
 def test_run_step_limit() -> int:
     """Steps a test run may take before it is stopped (a loop through a wait would
     otherwise run on its virtual clock for ever)."""

@@ -18,11 +18,13 @@ its job idle) at the step it would take until the automation is resumed.
 """
 
 import copy
+import datetime as dt
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from automations.conf import wait_recheck_seconds
 from automations.definition.conditions import condition_holds, payload_value
 from automations.definition.durations import parse_duration
 from automations.models import (
@@ -47,6 +49,7 @@ from config.api.errors import ServiceError
 from contacts.models import Contact
 from contacts.normalization import merge_fields
 from contacts.services import contact_update
+from events.selectors import events_oldest_unprocessed
 from messaging.selectors.suppressions import suppressed_among
 from messaging.selectors.templates import (
     template_get,
@@ -226,6 +229,11 @@ class Engine:
     def held(self) -> bool:
         return False
 
+    def may_still_match(self, wait: RunWait) -> bool:
+        """Whether an event accepted before the wait's deadline, which may match it, is
+        not processed yet (the wait's deadline has passed)."""
+        return False
+
     # --- the walk ---------------------------------------------------------------------
 
     def advance(self) -> Verdict:
@@ -378,6 +386,11 @@ class Engine:
             if wait.timeout_at > now:
                 self.run.status = RunStatus.WAITING
                 return Verdict("park", wait.timeout_at)
+            if self.may_still_match(wait):
+                # An event accepted before the deadline may still match: it decides once
+                # processed (matching the wait makes the job due), else the next look.
+                self.run.status = RunStatus.WAITING
+                return Verdict("park", now + dt.timedelta(seconds=wait_recheck_seconds()))
             wait.status, wait.resolved_at = WaitStatus.TIMED_OUT, now
             self.writes.wait_changed(wait)
         elif wait.status == WaitStatus.CANCELED:
@@ -455,7 +468,36 @@ class Engine:
 
 class LiveEngine(Engine):
     """A live run: sends are stored and delivered by their workers, waits park the run's
-    job until their deadline (or an event)."""
+    job until their deadline (or an event).
+
+    A wait is decided by when its event was accepted, not by when a worker got to it:
+    past its deadline, a `wait_for_event` wait is timed out only when no event of its
+    name in its project accepted before the deadline is still unprocessed (`pending`:
+    the acceptance time of the oldest such event per project and name, read once per
+    batch). Such an event, processed late (a backlog, or a worker that died holding it
+    until its lease ran out), still matches the wait (`triggers.waits_match` compares its
+    acceptance time with the deadline); meanwhile the run's job looks again every
+    `AUTOMATIONS_WAIT_RECHECK_SECONDS`."""
+
+    def __init__(
+        self,
+        *,
+        run: AutomationRun,
+        history: History,
+        writes: Writes | None = None,
+        pending: dict[tuple[uuid.UUID, str], Any] | None = None,
+    ) -> None:
+        super().__init__(run=run, history=history, writes=writes)
+        self.pending = pending if pending is not None else {}
+
+    def may_still_match(self, wait: RunWait) -> bool:
+        if wait.event is None:
+            return False  # a plain `wait`: only its duration decides
+        name = (self.run.project_id, wait.event)
+        if name not in self.pending:
+            self.pending.update(events_oldest_unprocessed(names=[name]))
+        oldest = self.pending.get(name)
+        return oldest is not None and oldest < wait.timeout_at
 
     def stopping(self) -> str | None:
         automation = self.automation
