@@ -8,9 +8,9 @@ Most events concern no automation, so the handler first asks an in-process map o
 project's triggers (the event names that start runs, and the names open waits may be
 waiting for): an event whose name is in neither costs no query. The map is exact, not
 trusted for a time: publish, pause, resume, archive and delete write a new stamp for the
-project (`TriggerStamp`) in their own transaction, and a batch reads the project's stamp
-once (a key lookup) inside its processing transaction, rebuilding the map (one query)
-when it differs from the one the map was built at. The batch's events were claimed, so
+project (`TriggerStamp`) in their own transaction, and a batch reads the stamps of its
+projects once (one statement) inside its processing transaction, rebuilding a map (one
+query) when its stamp differs from the one the map was built at. The batch's events were claimed, so
 accepted, before that read: an event accepted after a change committed is matched
 against the change, whichever process handles it.
 """
@@ -54,7 +54,7 @@ from tenancy.usage import usage_record
 logger = logging.getLogger(__name__)
 
 _STAMP_TABLE = connection.ops.quote_name(TriggerStamp._meta.db_table)
-_STAMP_READ = f"SELECT stamp FROM {_STAMP_TABLE} WHERE project_id = %s"  # noqa: S608
+_STAMPS_READ = f"SELECT project_id, stamp FROM {_STAMP_TABLE} WHERE project_id = ANY(%s)"  # noqa: S608
 _STAMP_WRITE = (
     f"INSERT INTO {_STAMP_TABLE} (project_id, stamp) VALUES (%s, %s) "  # noqa: S608
     "ON CONFLICT (project_id) DO UPDATE SET stamp = EXCLUDED.stamp"
@@ -87,12 +87,11 @@ _maps: dict[Any, ProjectTriggers] = {}
 _maps_lock = threading.Lock()
 
 
-def _stamp_read(project_id: Any) -> Any:
-    """The project's stamp as committed now (None: its automations never changed)."""
+def _stamps_read(project_ids: list[Any]) -> dict[Any, Any]:
+    """The projects' stamps as committed now (none: the automations never changed)."""
     with connection.cursor() as cursor:
-        cursor.execute(_STAMP_READ, [project_id])
-        row = cursor.fetchone()
-    return None if row is None else row[0]
+        cursor.execute(_STAMPS_READ, [project_ids])
+        return dict(cursor.fetchall())
 
 
 def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
@@ -138,18 +137,28 @@ def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
     )
 
 
+def projects_triggers(project_ids: set[Any]) -> dict[Any, ProjectTriggers]:
+    """The projects' maps as of the stamps committed now: this process's, or rebuilt for
+    a project it has none of or whose stamp moved. One statement for the stamps, plus a
+    build per map that moved; called once per batch, inside the batch's transaction."""
+    if not project_ids:
+        return {}
+    stamps = _stamps_read(list(project_ids))
+    found = {}
+    for project_id in project_ids:
+        stamp = stamps.get(project_id)
+        entry = _maps.get(project_id)
+        if entry is None or entry.stamp != stamp:
+            entry = _build(project_id, stamp)
+            with _maps_lock:
+                _maps[project_id] = entry
+        found[project_id] = entry
+    return found
+
+
 def project_triggers(project_id: Any) -> ProjectTriggers:
-    """The project's map as of the stamp committed now: this process's, or rebuilt when
-    it has none or the stamp moved. One key lookup, plus the build when it moved; call
-    it once per batch, inside the batch's transaction."""
-    stamp = _stamp_read(project_id)
-    entry = _maps.get(project_id)
-    if entry is not None and entry.stamp == stamp:
-        return entry
-    entry = _build(project_id, stamp)
-    with _maps_lock:
-        _maps[project_id] = entry
-    return entry
+    """One project's map as of the stamp committed now (`projects_triggers`)."""
+    return projects_triggers({project_id})[project_id]
 
 
 def triggers_changed(*, project_id: Any) -> None:
@@ -190,12 +199,16 @@ class AutomationsEventBatch:
     for each event as it comes (one query, and only for event names a wait may wait
     for), and gathers the runs the events start, inserted together by `flush`. Runs need
     a contact: an event without one (a system event about no contact) concerns no
-    automation. The project's trigger map is looked up once per batch."""
+    automation. The trigger maps of the batch's projects are looked up once, together,
+    when the batch begins."""
 
     def __init__(self) -> None:
         self.maps: dict[Any, ProjectTriggers] = {}
         self.starts: list[Start] = []
         self.woken = False
+
+    def begin(self, *, events: list[Event]) -> None:
+        self.maps = projects_triggers({event.project_id for event in events})
 
     def handle(self, *, event: Event, contact: Contact | None) -> None:
         if contact is None:

@@ -69,6 +69,21 @@ def test_twenty_automations_that_do_not_match_cost_no_query_per_event_either(api
     assert stamp_reads(queries) == queries
 
 
+def test_a_batch_of_three_projects_reads_their_stamps_in_one_statement(api, key, world):
+    keys = [key, world.keys["other_project"], world.keys["foreign"]]
+    for each in keys:
+        automation(api, each, exit_on("signup"))
+        event(api, each, "page.viewed")
+    events_process_batch()
+    for n in range(9):
+        event(api, keys[n % 3], "page.viewed", email=f"u{n % 2}@example.net")
+    with CaptureQueriesContext(connection) as queries:
+        assert events_process_batch().claimed >= 9
+    sql = [q["sql"] for q in queries.captured_queries if "automations_" in q["sql"]]
+    assert len(sql) == 1
+    assert stamp_reads(sql) == sql
+
+
 def test_a_map_is_rebuilt_exactly_when_the_stamp_moved(api, key, world):
     """A change committed by another process is told to this one by the stamp alone: a
     map built before it is kept while the stamp stands, and replaced by the next batch
