@@ -91,9 +91,9 @@ class Event(WorkItem):
             ),
             # Serves retention deletes and per-project listings.
             models.Index(fields=["project", "created_at", "id"], name="event_project_created_idx"),
-            # Serves the oldest event of a project and name not processed yet
-            # (`events_oldest_unprocessed`): a wait for that name is not timed out while
-            # an event accepted before its deadline may still match it.
+            # Serves the events of a project and name not processed yet, by acceptance
+            # time (`events_in_windows`): a wait for that name is not timed out while an
+            # event accepted before its deadline may still match it.
             models.Index(
                 fields=["project", "event", "created_at"],
                 condition=models.Q(status__in=list(UNPROCESSED_STATUSES)),

@@ -26,7 +26,13 @@ from automations.models import (
     WaitStatus,
 )
 from automations.queue import RUN_QUEUE
-from automations.services.engine import History, LiveEngine, Verdict, new_writes
+from automations.services.engine import (
+    History,
+    LiveEngine,
+    Verdict,
+    awaited_windows,
+    new_writes,
+)
 from automations.services.loads import Columns, cache_related
 from automations.services.writes import Writes
 from config import clock
@@ -35,7 +41,7 @@ from config.collector import collector_paused
 from config.workqueue.models import WorkStatus
 from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact
-from events.selectors import events_oldest_unprocessed
+from events.selectors import WindowEvents
 from tenancy.models import Project
 
 M = TypeVar("M", bound=Model)
@@ -75,7 +81,7 @@ class AdvanceWork(BatchWork[RunJob]):
         self.histories = {
             run_id: History(steps.get(run_id, []), waits.get(run_id, [])) for run_id in self.runs
         }
-        self.pending = _pending_events(self.runs.values(), self.histories)
+        self.windows = _overdue_waits(self.runs.values(), self.histories)
         self.verdicts: dict[uuid.UUID, Verdict] = {}
         self.writes: Writes | None = None
 
@@ -98,7 +104,7 @@ class AdvanceWork(BatchWork[RunJob]):
             self.verdicts[item.pk] = Verdict("done")
             return
         engine = LiveEngine(
-            run=run, history=self.histories[run.id], writes=self.writes, pending=self.pending
+            run=run, history=self.histories[run.id], writes=self.writes, windows=self.windows
         )
         try:
             verdict = engine.advance()
@@ -129,15 +135,15 @@ class AdvanceWork(BatchWork[RunJob]):
         return {"status": PerItem(statuses), "next_attempt_at": PerItem(due), "attempts": 0}
 
 
-def _pending_events(
+def _overdue_waits(
     runs: Iterable[AutomationRun], histories: dict[uuid.UUID, History]
-) -> dict[tuple[uuid.UUID, str], Any]:
-    """When the oldest unprocessed event was accepted, per project and event name that an
-    open `wait_for_event` wait of the batch's runs, past its deadline, waits for: one
-    statement, and only for a batch that has such a wait. Read after the runs are
-    locked: an event processed since then has already matched what it matches."""
+) -> dict[uuid.UUID, WindowEvents]:
+    """The events accepted while each open `wait_for_event` wait of the batch's runs that
+    is past its deadline was open (`engine.awaited_windows`): one statement, and only for
+    a batch that has such a wait. Read after the runs are locked: an event processed since
+    has already matched what it matches."""
     now = clock.now()
-    names: set[tuple[uuid.UUID, str]] = set()
+    overdue = []
     for run in runs:
         row = histories[run.id].steps.get(run.current_step_key or "")
         wait = histories[run.id].wait_of(row) if row is not None else None
@@ -147,8 +153,8 @@ def _pending_events(
             and wait.event is not None
             and wait.timeout_at <= now
         ):
-            names.add((run.project_id, wait.event))
-    return events_oldest_unprocessed(names=names) if names else {}
+            overdue.append(wait)
+    return awaited_windows(overdue) if overdue else {}
 
 
 Loaded = tuple[

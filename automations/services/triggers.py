@@ -337,23 +337,29 @@ def runs_start(*, starts: list[Start]) -> bool:
     return True
 
 
+def wait_correlates(wait: RunWait, payload: Any) -> bool:
+    """Whether an event's payload holds the wait's correlation value (if it has one) at
+    the same path."""
+    return wait.correlation_value is None or (
+        payload_value(payload, wait.correlation_key or "") == wait.correlation_value
+    )
+
+
 def waits_match(*, event: Event, contact: Contact) -> bool:
     """Completes the contact's open waits for this event: those whose correlation value (if
-    any) the event's payload holds at the same path, and whose deadline the event was
-    accepted before, however late it is processed (the engine does not time out a wait
-    while such an event is unprocessed). The runs are locked before their waits, the
+    any) the event's payload holds at the same path, and that were open when the event
+    was accepted (from their `created_at`, included, to their deadline, excluded),
+    however late it is processed (the engine does not time out a wait while such an
+    event is unprocessed). The runs are locked before their waits, the
     order every writer of waits keeps; each matched run is `running` again and its job
     due now. Whether any matched."""
     candidates = [
         wait
         for wait in RunWait.objects.filter(
             contact=contact, event=event.event, status=WaitStatus.WAITING
-        ).only("id", "run_id", "correlation_key", "correlation_value", "timeout_at")
-        if wait.timeout_at > event.created_at
-        and (
-            wait.correlation_value is None
-            or payload_value(event.payload, wait.correlation_key or "") == wait.correlation_value
-        )
+        ).only("id", "run_id", "correlation_key", "correlation_value", "timeout_at", "created_at")
+        if wait.created_at <= event.created_at < wait.timeout_at
+        and wait_correlates(wait, event.payload)
     ]
     if not candidates:
         return False

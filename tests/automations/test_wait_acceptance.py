@@ -11,9 +11,10 @@ import pytest
 from automations.models import AutomationRun, RunJob, RunWait, WaitStatus
 from automations.services.advance import runs_advance_batch
 from config.workqueue.models import WorkStatus
+from contacts.models import Contact
 from events.conf import lease_seconds
 from events.models import Event, EventStatus
-from events.selectors import events_oldest_unprocessed
+from events.selectors import EventWindow, events_in_windows
 from events.services.processing import events_claim, events_process_batch
 from tests.automations.engine import automation, drain, event, forget_triggers, one_run, steps_of
 
@@ -165,6 +166,44 @@ def test_an_event_held_by_a_worker_that_died_still_matches_after_its_lease(
     assert str(RunWait.objects.get().matched_event_id) == reply_id
 
 
+def test_an_event_accepted_before_the_wait_opened_does_not_match_it(api, key, clock):
+    automation_id = automation(api, key, AWAIT_REPLY)
+    event(api, key, "ticket.opened")
+    assert events_process_batch().claimed == 1  # the run starts; its wait is not open yet
+    clock.advance(seconds=1)
+    event(api, key, "reply")
+    clock.advance(seconds=1)
+    assert runs_advance_batch().claimed == 1  # the wait opens after the reply's acceptance
+    while events_process_batch().claimed:
+        pass
+    assert RunWait.objects.get().status == WaitStatus.WAITING
+    clock.set(deadline())
+    assert sweep() == 1
+    assert outcome(api, key, automation_id) == ("completed", "timeout")
+
+
+def test_an_event_processed_before_its_wait_was_stored_matches_at_the_deadline(
+    api, key, clock, waiting
+):
+    """The wait is stored when its advance commits; an event accepted after the wait
+    opened but processed before that commit found no wait to match. The deadline's look
+    finds it among the contact's processed events of the wait's window."""
+    wait = RunWait.objects.get()
+    RunWait.objects.filter(id=wait.id).update(status=WaitStatus.CANCELED)  # not stored yet
+    clock.advance(seconds=1)
+    reply_id = event(api, key, "reply")
+    while events_process_batch().claimed:
+        pass
+    RunWait.objects.filter(id=wait.id).update(status=WaitStatus.WAITING)  # ...now it is
+    assert Event.objects.get(id=reply_id).status == EventStatus.PROCESSED
+
+    clock.set(deadline())
+    assert sweep() == 1
+    assert outcome(api, key, waiting) == ("completed", "event")
+    assert str(RunWait.objects.get().matched_event_id) == reply_id
+    assert RunWait.objects.get().matched_payload == {}
+
+
 def test_a_plain_wait_is_never_held_by_events(api, key, clock):
     definition = {
         "trigger": {"event": "signup"},
@@ -180,17 +219,40 @@ def test_a_plain_wait_is_never_held_by_events(api, key, clock):
     assert one_run(api, key, automation_id)["status"] == "completed"
 
 
-def test_the_oldest_unprocessed_event_per_project_and_name(api, key, world, clock):
-    first = clock.current
+def test_the_events_accepted_in_a_window(api, key, world, clock):
+    opened = clock.current
     event(api, key, "reply")
-    clock.advance(seconds=1)
-    event(api, key, "reply")
-    event(api, key, "other")
-    names = [(world.project.id, "reply"), (world.project.id, "other"), (world.project.id, "x")]
-    assert events_oldest_unprocessed(names=names) == {
-        (world.project.id, "reply"): first,
-        (world.project.id, "other"): first + dt.timedelta(seconds=1),
-        (world.project.id, "x"): None,
-    }
+    event(api, key, "reply", email="grace@example.net")
     drain()
-    assert set(events_oldest_unprocessed(names=names).values()) == {None}
+    ada = Contact.objects.get(email="ada@example.net")
+    processed = list(Event.objects.filter(event="reply", contact=ada).values_list("id", flat=True))
+    clock.advance(seconds=1)
+    event(api, key, "reply", email="grace@example.net")  # unprocessed
+    window = EventWindow(
+        project_id=world.project.id,
+        contact_id=ada.id,
+        event="reply",
+        opened=opened,
+        deadline=opened + dt.timedelta(seconds=1),
+    )
+    later = EventWindow(
+        project_id=world.project.id,
+        contact_id=ada.id,
+        event="reply",
+        opened=opened + dt.timedelta(seconds=1),
+        deadline=opened + dt.timedelta(seconds=2),
+    )
+    nobody = EventWindow(
+        project_id=world.project.id,
+        contact_id=None,
+        event="other",
+        opened=opened,
+        deadline=opened + dt.timedelta(seconds=2),
+    )
+    found = events_in_windows(windows=[window, later, nobody])
+    assert (found[0].pending, [event_id for event_id, _ in found[0].processed]) == (
+        False,
+        processed,
+    )
+    assert (found[1].pending, found[1].processed) == (True, [])
+    assert (found[2].pending, found[2].processed) == (False, [])
