@@ -3,7 +3,7 @@ of changes another made: it reads one JSON command per line on stdin and answers
 JSON line on stdout. Its caches are its own, as another granian or Celery worker's are.
 
 Commands: `{"op": "get", "path", "key"}` (a request through the whole stack: the answer's
-status), `{"op": "plan", "team_id"}` (the plan terms this process acts on),
+status and body), `{"op": "plan", "team_id"}` (the plan terms this process acts on),
 `{"op": "process"}` (event processing until nothing is due: events claimed)."""
 
 import json
@@ -26,7 +26,7 @@ from tenancy.selectors import plan_terms_get  # noqa: E402
 def answer(command: dict[str, Any], client: Client) -> dict[str, Any]:
     if command["op"] == "get":
         response = client.get(command["path"], HTTP_AUTHORIZATION=f"Bearer {command['key']}")
-        return {"status": response.status_code}
+        return {"status": response.status_code, "body": response.json()}
     if command["op"] == "plan":
         terms = plan_terms_get(team_id=command["team_id"])
         return {"name": terms.name, "quotas": dict(terms.quotas), "rate_limit": terms.rate_limit}
