@@ -47,11 +47,12 @@ def task_time_budget_seconds() -> float:
     return float(setting("AUTOMATIONS_TASK_BUDGET_SECONDS", 20))
 
 
-def trigger_map_ttl_seconds() -> float:
-    """How long a process trusts its map of a project's triggers before it asks the shared
-    cache whether the project's automations changed (publish, pause, resume, archive,
-    delete). A change made in another process is seen within this time."""
-    return float(setting("AUTOMATIONS_TRIGGER_MAP_TTL_SECONDS", 2.0))
+def wait_recheck_seconds() -> float:
+    """How long a run whose `wait_for_event` deadline passed waits before the engine looks
+    again, while an event accepted before the deadline that may match is unprocessed.
+    Matching makes the run's job due at once; this bounds only how late a timeout is
+    taken once that event turned out not to match."""
+    return float(setting("AUTOMATIONS_WAIT_RECHECK_SECONDS", 5))
 
 
 def test_run_step_limit() -> int:

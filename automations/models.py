@@ -454,3 +454,20 @@ class RunJob(WorkItem):
 
     def __str__(self) -> str:
         return f"job of run {self.run_id} ({self.status})"
+
+
+class TriggerStamp(models.Model):
+    """Which state of a project's automations event processing must match against: a new
+    `stamp` is written by every change of what events start or resume (publish, pause,
+    resume, archive, delete) in that change's own transaction. Event processing reads it
+    once per batch and project (a key lookup) and rebuilds its in-process trigger map
+    only when it differs, so an event accepted after a change committed meets the change,
+    whichever process handles it. No row: the project's automations never changed."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    stamp = models.UUIDField()
+
+    def __str__(self) -> str:
+        return f"triggers of {self.project_id}: {self.stamp}"

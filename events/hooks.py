@@ -14,11 +14,12 @@ must not change a contact's email or external id, or delete it: the rest of its 
 would still resolve to the contact as it was.
 
 A batch handler sees a batch's events together, for writes it makes once for many
-events (one insert of the runs a batch starts): a new one is opened per batch, `handle`d
-each event in the batch's order and `flush`ed at the end of the batch's savepoint, whose
-rollback undoes the flush too. When the batch is redone event by event, each event gets
-a handler of its own, flushed inside the event's savepoint: the event's writes still
-stand or fall with it."""
+events (one insert of the runs a batch starts): a new one is opened per batch, told the
+batch's events by `begin` (to read what they all need at once: their contacts are not
+resolved yet), `handle`d each event in the batch's order and `flush`ed at the end of the
+batch's savepoint, whose rollback undoes the flush too. When the batch is redone event
+by event, each event gets a handler of its own, begun with that event alone and flushed
+inside the event's savepoint: the event's writes still stand or fall with it."""
 
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,6 +35,8 @@ class EventHandler(Protocol):
 
 
 class EventBatchHandler(Protocol):
+    def begin(self, *, events: "list[Event]") -> None: ...
+
     def handle(self, *, event: "Event", contact: "Contact | None") -> None: ...
 
     def flush(self) -> None: ...

@@ -25,6 +25,16 @@ class EventStatus(models.TextChoices):
     DEAD_LETTERED = "dead_lettered"
 
 
+# Accepted and not processed yet: waiting for its first attempt, being worked (or held by
+# a worker that died, until its lease runs out), or failed and due again. A dead-lettered
+# event is processed only if staff requeue it.
+UNPROCESSED_STATUSES = (
+    EventStatus.ACCEPTED.value,
+    EventStatus.PROCESSING.value,
+    EventStatus.FAILED.value,
+)
+
+
 class Event(WorkItem):
     """One event as received; processing state lives on the row (the table is the outbox
     and the workers' queue: status, attempts, claim and lease columns come from the
@@ -81,6 +91,14 @@ class Event(WorkItem):
             ),
             # Serves retention deletes and per-project listings.
             models.Index(fields=["project", "created_at", "id"], name="event_project_created_idx"),
+            # Serves the events of a project and name not processed yet, by acceptance
+            # time (`events_in_windows`): a wait for that name is not timed out while an
+            # event accepted before its deadline may still match it.
+            models.Index(
+                fields=["project", "event", "created_at"],
+                condition=models.Q(status__in=list(UNPROCESSED_STATUSES)),
+                name="event_unprocessed_idx",
+            ),
         ]
 
     def __str__(self) -> str:

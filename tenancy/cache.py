@@ -1,6 +1,12 @@
-"""Two-level cache for what every request reads: a few seconds in the process, a minute in
-the shared cache. The process level saves the shared cache's round trips on the hot path;
-its short life bounds how long another server process can act on a changed record."""
+"""The process cache of what every request reads (key records, projects, plan terms): each
+server process keeps a value `LOCAL_CACHE_SECONDS` (default 5), then reads the database
+again. So a change, however it is made (the API, the console, SQL), is seen by every
+process within `LOCAL_CACHE_SECONDS` of its commit, and by the process that made it
+through the service at once (it forgets its own copy, again after the commit).
+
+There is no shared level in front of the database: a value kept in a shared cache can be
+written back stale by a reader that loaded it just before a change committed, after the
+change cleared it, and would then outlive that bound by the shared entry's lifetime."""
 
 import time
 from collections.abc import Callable
@@ -21,19 +27,17 @@ def local_seconds() -> float:
     return float(getattr(settings, "LOCAL_CACHE_SECONDS", 5))
 
 
-def cached(name: str, load: Callable[[], T | None], *, shared_seconds: int) -> T | None:
-    """The value under `name`: from this process, the shared cache, or `load()` (None is
-    not cached, so a missing row is looked up again next time)."""
+def cached(name: str, load: Callable[[], T | None]) -> T | None:
+    """The value under `name`: from this process, else `load()` (None is not cached, so a
+    missing row is looked up again next time). Kept until `LOCAL_CACHE_SECONDS` after the
+    load began, so never longer than that after a change that committed during the load."""
     now = time.monotonic()
     hit = _local.get(name)
     if hit is not None and hit[0] > now:
         return hit[1]
-    value: T | None = cache.get(name)
+    value = load()
     if value is None:
-        value = load()
-        if value is None:
-            return None
-        cache.set(name, value, shared_seconds)
+        return None
     ttl = local_seconds()
     if ttl > 0:
         _store(name, now + ttl, value)
@@ -51,14 +55,19 @@ def _store(name: str, expires: float, value: Any) -> None:
 
 
 def forget(name: str) -> None:
-    """Drops `name` from this process and from the shared cache."""
+    """Drops `name` from this process."""
     _local.pop(name, None)
-    cache.delete(name)
 
 
 def forget_local() -> None:
-    """Empties this process's level (tests, and after bulk changes)."""
+    """Empties this process's cache (tests, and after bulk changes)."""
     _local.clear()
+
+
+def is_cached(name: str) -> bool:
+    """Whether this process holds a live value under `name`."""
+    hit = _local.get(name)
+    return hit is not None and hit[0] > time.monotonic()
 
 
 def once_per(name: str, seconds: int) -> bool:

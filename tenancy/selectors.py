@@ -9,9 +9,6 @@ from tenancy.access import PERMISSION_SCOPES, ROLE_SCOPES, Access, KeyRecord, ha
 from tenancy.cache import cached
 from tenancy.models import ApiKey, KeyKind, Membership, Meter, Project, ProjectGrant, Team
 
-KEY_CACHE_SECONDS = 60
-PROJECT_CACHE_SECONDS = 60
-PLAN_CACHE_SECONDS = 60
 # What a team without a plan is reported to be on: no quotas, the default rate limit.
 DEFAULT_PLAN_NAME = "default"
 
@@ -46,7 +43,8 @@ class PlanTerms:
 
 
 def plan_terms_get(*, team_id: str) -> PlanTerms:
-    """The terms a team is on, cached like keys (changes through the admin clear them)."""
+    """The terms a team is on, kept per process like keys (tenancy/cache.py): a plan change
+    is seen everywhere within LOCAL_CACHE_SECONDS, here at once."""
 
     def load() -> PlanTerms | None:
         team = Team.objects.filter(id=team_id).select_related("plan").first()
@@ -62,7 +60,7 @@ def plan_terms_get(*, team_id: str) -> PlanTerms:
             rate_limit=rate_limit,
         )
 
-    terms = cached(plan_cache_name(team_id), load, shared_seconds=PLAN_CACHE_SECONDS)
+    terms = cached(plan_cache_name(team_id), load)
     if terms is None:
         return PlanTerms(
             name=DEFAULT_PLAN_NAME,
@@ -73,7 +71,9 @@ def plan_terms_get(*, team_id: str) -> PlanTerms:
 
 
 def api_key_record_get(*, secret: str) -> KeyRecord | None:
-    """The key for a presented secret, from the caches or the database; None if unknown."""
+    """The key for a presented secret, from this process's cache (tenancy/cache.py) or the
+    database; None if unknown. A revocation is seen everywhere within LOCAL_CACHE_SECONDS,
+    here at once."""
     secret_hash = hash_secret(secret)
 
     def load() -> KeyRecord | None:
@@ -93,15 +93,15 @@ def api_key_record_get(*, secret: str) -> KeyRecord | None:
             revoked=key.revoked_at is not None,
         )
 
-    return cached(key_cache_name(secret_hash), load, shared_seconds=KEY_CACHE_SECONDS)
+    return cached(key_cache_name(secret_hash), load)
 
 
 def project_get(*, project_id: str) -> Project | None:
-    """A project by id, cached; policy changes clear the cache entry."""
+    """A project by id, kept per process (tenancy/cache.py): a policy change is seen
+    everywhere within LOCAL_CACHE_SECONDS, here at once."""
     return cached(
         project_cache_name(project_id),
         lambda: Project.objects.filter(id=project_id).select_related("team").first(),
-        shared_seconds=PROJECT_CACHE_SECONDS,
     )
 
 

@@ -61,7 +61,8 @@ def api_key_create(
 
 
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
-    """Revokes a key; it stops working at once on every server."""
+    """Revokes a key; it stops working at once in this process and within
+    LOCAL_CACHE_SECONDS in every other (tenancy/cache.py)."""
     ApiKey.objects.filter(id=api_key.id, revoked_at__isnull=True).update(revoked_at=clock.now())
     api_key_forget(api_key=api_key)
     api_key.refresh_from_db(fields=["revoked_at"])

@@ -10,6 +10,7 @@ the sweep that times waits out, an index range scan however many waits lie furth
 """
 
 import uuid
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from django.db import connection
@@ -22,16 +23,25 @@ from automations.models import (
     RunJob,
     RunStep,
     RunWait,
+    WaitStatus,
 )
 from automations.queue import RUN_QUEUE
-from automations.services.engine import History, LiveEngine, Verdict, new_writes
+from automations.services.engine import (
+    History,
+    LiveEngine,
+    Verdict,
+    awaited_windows,
+    new_writes,
+)
 from automations.services.loads import Columns, cache_related
 from automations.services.writes import Writes
+from config import clock
 from config.bulk import rows_fetch
 from config.collector import collector_paused
 from config.workqueue.models import WorkStatus
 from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact
+from events.selectors import WindowEvents
 from tenancy.models import Project
 
 M = TypeVar("M", bound=Model)
@@ -68,6 +78,7 @@ class AdvanceWork(BatchWork[RunJob]):
         self.histories = {
             run_id: History(steps.get(run_id, []), waits.get(run_id, [])) for run_id in self.runs
         }
+        self.windows = _overdue_waits(self.runs.values(), self.histories)
         self.verdicts: dict[uuid.UUID, Verdict] = {}
         self.writes: Writes | None = None
 
@@ -89,7 +100,9 @@ class AdvanceWork(BatchWork[RunJob]):
         if run is None:
             self.verdicts[item.pk] = Verdict("done")
             return
-        engine = LiveEngine(run=run, history=self.histories[run.id], writes=self.writes)
+        engine = LiveEngine(
+            run=run, history=self.histories[run.id], writes=self.writes, windows=self.windows
+        )
         try:
             verdict = engine.advance()
             engine.save()
@@ -117,6 +130,28 @@ class AdvanceWork(BatchWork[RunJob]):
         # A parked job starts its next advance with fresh attempts: attempts count the
         # failures of one advance, not the waits of a long run.
         return {"status": PerItem(statuses), "next_attempt_at": PerItem(due), "attempts": 0}
+
+
+def _overdue_waits(
+    runs: Iterable[AutomationRun], histories: dict[uuid.UUID, History]
+) -> dict[uuid.UUID, WindowEvents]:
+    """The events accepted while each open `wait_for_event` wait of the batch's runs that
+    is past its deadline was open (`engine.awaited_windows`): one statement, and only for
+    a batch that has such a wait. Read after the runs are locked: an event processed since
+    has already matched what it matches."""
+    now = clock.now()
+    overdue = []
+    for run in runs:
+        row = histories[run.id].steps.get(run.current_step_key or "")
+        wait = histories[run.id].wait_of(row) if row is not None else None
+        if (
+            wait is not None
+            and wait.status == WaitStatus.WAITING
+            and wait.event is not None
+            and wait.timeout_at <= now
+        ):
+            overdue.append(wait)
+    return awaited_windows(overdue) if overdue else {}
 
 
 Loaded = tuple[

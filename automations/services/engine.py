@@ -18,11 +18,13 @@ its job idle) at the step it would take until the automation is resumed.
 """
 
 import copy
+import datetime as dt
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from automations.conf import wait_recheck_seconds
 from automations.definition.conditions import condition_holds, payload_value
 from automations.definition.durations import parse_duration
 from automations.models import (
@@ -40,13 +42,14 @@ from automations.models import (
     WaitStatus,
 )
 from automations.services.loads import Fresh
-from automations.services.triggers import contact_facts
+from automations.services.triggers import contact_facts, wait_correlates
 from automations.services.writes import Writes
 from config import clock
 from config.api.errors import ServiceError
 from contacts.models import Contact
 from contacts.normalization import merge_fields
 from contacts.services import contact_update
+from events.selectors import EventWindow, WindowEvents, events_in_windows
 from messaging.selectors.suppressions import suppressed_among
 from messaging.selectors.templates import (
     template_get,
@@ -226,6 +229,11 @@ class Engine:
     def held(self) -> bool:
         return False
 
+    def awaited(self, wait: RunWait) -> WindowEvents | None:
+        """The events of the wait's name accepted while it was open (a `wait_for_event`
+        wait whose deadline has passed), or None when only the deadline decides."""
+        return None
+
     # --- the walk ---------------------------------------------------------------------
 
     def advance(self) -> Verdict:
@@ -378,7 +386,20 @@ class Engine:
             if wait.timeout_at > now:
                 self.run.status = RunStatus.WAITING
                 return Verdict("park", wait.timeout_at)
-            wait.status, wait.resolved_at = WaitStatus.TIMED_OUT, now
+            found = self.awaited(wait)
+            if found is not None and found.pending:
+                # An event accepted before the deadline may still match: it decides once
+                # processed (matching the wait makes the job due), else the next look.
+                self.run.status = RunStatus.WAITING
+                return Verdict("park", now + dt.timedelta(seconds=wait_recheck_seconds()))
+            missed = _first_correlated(wait, found.processed) if found is not None else None
+            if missed is not None:
+                # Accepted while the wait was open, but processed before the wait was
+                # stored: it matches now, as it would have then.
+                wait.status, wait.resolved_at = WaitStatus.MATCHED, now
+                wait.matched_event_id, wait.matched_payload = missed
+            else:
+                wait.status, wait.resolved_at = WaitStatus.TIMED_OUT, now
             self.writes.wait_changed(wait)
         elif wait.status == WaitStatus.CANCELED:
             return self._stop(TerminalReason.CANCELED)
@@ -453,9 +474,46 @@ class Engine:
             self.writes.flush()
 
 
+def _first_correlated(
+    wait: RunWait, events: list[tuple[uuid.UUID, Any]]
+) -> tuple[uuid.UUID, Any] | None:
+    for event_id, payload in events:
+        if wait_correlates(wait, payload):
+            return event_id, payload
+    return None
+
+
 class LiveEngine(Engine):
     """A live run: sends are stored and delivered by their workers, waits park the run's
-    job until their deadline (or an event)."""
+    job until their deadline (or an event).
+
+    A wait is decided by when its event was accepted, not by when a worker got to it: an
+    event of its name accepted while it was open (from its `created_at`, included, to its
+    deadline, excluded) matches it. Past the deadline the engine reads that window
+    (`awaited`, one statement per batch for all its such waits): while an event of the
+    wait's project and name accepted in it is unprocessed (a backlog, or a worker that
+    died holding it until its lease ran out), the run stays waiting and looks again every
+    `AUTOMATIONS_WAIT_RECHECK_SECONDS`, the event matching it directly once processed
+    (`triggers.waits_match`); an event of the contact processed before the wait was
+    stored matches it now; else it times out."""
+
+    def __init__(
+        self,
+        *,
+        run: AutomationRun,
+        history: History,
+        writes: Writes | None = None,
+        windows: dict[uuid.UUID, WindowEvents] | None = None,
+    ) -> None:
+        super().__init__(run=run, history=history, writes=writes)
+        self.windows = windows if windows is not None else {}
+
+    def awaited(self, wait: RunWait) -> WindowEvents | None:
+        if wait.event is None:
+            return None  # a plain `wait`: only its duration decides
+        if wait.pk not in self.windows:
+            self.windows.update(awaited_windows([wait]))
+        return self.windows[wait.pk]
 
     def stopping(self) -> str | None:
         automation = self.automation
@@ -529,6 +587,24 @@ class LiveEngine(Engine):
         self._record(row)
         self.run.status = RunStatus.WAITING
         return Verdict("park", wait.timeout_at)
+
+
+def awaited_windows(waits: list[RunWait]) -> dict[uuid.UUID, WindowEvents]:
+    """The events accepted while each `wait_for_event` wait was open, by wait."""
+    waits = [wait for wait in waits if wait.event is not None]
+    found = events_in_windows(
+        windows=[
+            EventWindow(
+                project_id=wait.project_id,
+                contact_id=wait.contact_id,
+                event=str(wait.event),
+                opened=wait.created_at,
+                deadline=wait.timeout_at,
+            )
+            for wait in waits
+        ]
+    )
+    return {wait.pk: held for wait, held in zip(waits, found, strict=True)}
 
 
 @dataclass

@@ -6,26 +6,25 @@ commits.
 
 Most events concern no automation, so the handler first asks an in-process map of the
 project's triggers (the event names that start runs, and the names open waits may be
-waiting for): an event whose name is in neither costs no query. A process rebuilds a
-project's map (one query) when it has none, and when the project's stamp in the shared
-cache changed: publish, pause, resume, archive and delete set a new stamp after they
-commit. A process asks the cache at most once per `AUTOMATIONS_TRIGGER_MAP_TTL_SECONDS`
-per project, so a change made elsewhere is seen within that time.
+waiting for): an event whose name is in neither costs no query. The map is exact, not
+trusted for a time: publish, pause, resume, archive and delete write a new stamp for the
+project (`TriggerStamp`) in their own transaction, and a batch reads the stamps of its
+projects once (one statement) inside its processing transaction, rebuilding a map (one
+query) when its stamp differs from the one the map was built at. The batch's events were claimed, so
+accepted, before that read: an event accepted after a change committed is matched
+against the change, whichever process handles it.
 """
 
 import logging
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection, transaction
 
-from automations import conf
 from automations.definition.conditions import condition_holds, payload_value
 from automations.models import (
     AutomationEntry,
@@ -39,6 +38,7 @@ from automations.models import (
     RunStatus,
     RunWait,
     StepType,
+    TriggerStamp,
     WaitStatus,
 )
 from automations.queue import RUN_QUEUE
@@ -53,7 +53,12 @@ from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
-STAMP_KEY = "automations:triggers:{project_id}"
+_STAMP_TABLE = connection.ops.quote_name(TriggerStamp._meta.db_table)
+_STAMPS_READ = f"SELECT project_id, stamp FROM {_STAMP_TABLE} WHERE project_id = ANY(%s)"  # noqa: S608
+_STAMP_WRITE = (
+    f"INSERT INTO {_STAMP_TABLE} (project_id, stamp) VALUES (%s, %s) "  # noqa: S608
+    "ON CONFLICT (project_id) DO UPDATE SET stamp = EXCLUDED.stamp"
+)
 
 
 @dataclass(frozen=True)
@@ -70,35 +75,31 @@ class Trigger:
 
 @dataclass
 class ProjectTriggers:
-    """A project's triggers by event name, and the event names its waits may wait for."""
+    """A project's triggers by event name, and the event names its waits may wait for,
+    as of the project's `stamp`."""
 
     by_event: dict[str, tuple[Trigger, ...]] = field(default_factory=dict)
     wait_events: frozenset[str] = frozenset()
     stamp: Any = None
-    checked_at: float = 0.0
 
 
 _maps: dict[Any, ProjectTriggers] = {}
 _maps_lock = threading.Lock()
 
 
-def _stamp_key(project_id: Any) -> str:
-    return STAMP_KEY.format(project_id=project_id)
-
-
-def _shared_stamp(project_id: Any) -> Any:
-    try:
-        return cache.get(_stamp_key(project_id))
-    except Exception:
-        logger.warning("The trigger stamp could not be read; rebuilding", exc_info=True)
-        return object()  # never equal: rebuild
+def _stamps_read(project_ids: list[Any]) -> dict[Any, Any]:
+    """The projects' stamps as committed now (none: the automations never changed)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STAMPS_READ, [project_ids])
+        return dict(cursor.fetchall())
 
 
 def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
     """One query: the published and superseded versions of the project's automations that
     are neither archived nor deleted. Published versions of active automations are the
     triggers; every such version's `wait_for_event` steps name events that runs in
-    progress (which finish on the version they started with) may be waiting for."""
+    progress (which finish on the version they started with) may be waiting for. Run
+    after `stamp` was read, so the map is at least as new as its stamp."""
     rows = (
         AutomationVersion.objects.filter(
             automation__project_id=project_id,
@@ -133,48 +134,47 @@ def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
         by_event={name: tuple(each) for name, each in by_event.items()},
         wait_events=frozenset(wait_events),
         stamp=stamp,
-        checked_at=time.monotonic(),
     )
 
 
+def projects_triggers(project_ids: set[Any]) -> dict[Any, ProjectTriggers]:
+    """The projects' maps as of the stamps committed now: this process's, or rebuilt for
+    a project it has none of or whose stamp moved. One statement for the stamps, plus a
+    build per map that moved; called once per batch, inside the batch's transaction."""
+    if not project_ids:
+        return {}
+    stamps = _stamps_read(list(project_ids))
+    found = {}
+    for project_id in project_ids:
+        stamp = stamps.get(project_id)
+        entry = _maps.get(project_id)
+        if entry is None or entry.stamp != stamp:
+            entry = _build(project_id, stamp)
+            with _maps_lock:
+                _maps[project_id] = entry
+        found[project_id] = entry
+    return found
+
+
 def project_triggers(project_id: Any) -> ProjectTriggers:
-    """The project's map, rebuilt when missing or when the shared stamp moved."""
-    entry = _maps.get(project_id)
-    now = time.monotonic()
-    if entry is not None and now - entry.checked_at < conf.trigger_map_ttl_seconds():
-        return entry
-    stamp = _shared_stamp(project_id)
-    if entry is not None and entry.stamp == stamp:
-        entry.checked_at = now
-        return entry
-    entry = _build(project_id, stamp)
-    with _maps_lock:
-        _maps[project_id] = entry
-    return entry
+    """One project's map as of the stamp committed now (`projects_triggers`)."""
+    return projects_triggers({project_id})[project_id]
 
 
 def triggers_changed(*, project_id: Any) -> None:
-    """Tells every process, after the caller's transaction commits, that the project's
-    automations changed: this process forgets its map now and again after the commit,
-    others when they next ask the cache."""
-
-    def forget() -> None:
-        with _maps_lock:
-            _maps.pop(project_id, None)
-
-    def publish() -> None:
-        forget()
-        try:
-            cache.set(_stamp_key(project_id), uuid.uuid4().hex, timeout=None)
-        except Exception:
-            logger.warning("The trigger stamp could not be written", exc_info=True)
-
-    forget()
-    transaction.on_commit(publish)
+    """Records, in the caller's transaction, that the project's automations changed: a
+    new stamp, seen by every process's next batch once the transaction commits. Call it
+    last in the change: the stamp's row stays locked until the commit, which orders
+    concurrent changes of one project."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STAMP_WRITE, [project_id, uuid.uuid4()])
+    with _maps_lock:
+        _maps.pop(project_id, None)
 
 
 def triggers_forget_local() -> None:
-    """Drops this process's maps (tests)."""
+    """Drops this process's maps (tests that make automations without a lifecycle
+    change, so without a new stamp)."""
     with _maps_lock:
         _maps.clear()
 
@@ -199,12 +199,16 @@ class AutomationsEventBatch:
     for each event as it comes (one query, and only for event names a wait may wait
     for), and gathers the runs the events start, inserted together by `flush`. Runs need
     a contact: an event without one (a system event about no contact) concerns no
-    automation. The project's trigger map is looked up once per batch."""
+    automation. The trigger maps of the batch's projects are looked up once, together,
+    when the batch begins."""
 
     def __init__(self) -> None:
         self.maps: dict[Any, ProjectTriggers] = {}
         self.starts: list[Start] = []
         self.woken = False
+
+    def begin(self, *, events: list[Event]) -> None:
+        self.maps = projects_triggers({event.project_id for event in events})
 
     def handle(self, *, event: Event, contact: Contact | None) -> None:
         if contact is None:
@@ -333,21 +337,29 @@ def runs_start(*, starts: list[Start]) -> bool:
     return True
 
 
+def wait_correlates(wait: RunWait, payload: Any) -> bool:
+    """Whether an event's payload holds the wait's correlation value (if it has one) at
+    the same path."""
+    return wait.correlation_value is None or (
+        payload_value(payload, wait.correlation_key or "") == wait.correlation_value
+    )
+
+
 def waits_match(*, event: Event, contact: Contact) -> bool:
     """Completes the contact's open waits for this event: those whose correlation value (if
-    any) the event's payload holds at the same path, and whose deadline the event did not
-    miss. The runs are locked before their waits, the order every writer of waits keeps;
-    each matched run is `running` again and its job due now. Whether any matched."""
+    any) the event's payload holds at the same path, and that were open when the event
+    was accepted (from their `created_at`, included, to their deadline, excluded),
+    however late it is processed (the engine does not time out a wait while such an
+    event is unprocessed). The runs are locked before their waits, the
+    order every writer of waits keeps; each matched run is `running` again and its job
+    due now. Whether any matched."""
     candidates = [
         wait
         for wait in RunWait.objects.filter(
             contact=contact, event=event.event, status=WaitStatus.WAITING
-        ).only("id", "run_id", "correlation_key", "correlation_value", "timeout_at")
-        if wait.timeout_at > event.occurred_at
-        and (
-            wait.correlation_value is None
-            or payload_value(event.payload, wait.correlation_key or "") == wait.correlation_value
-        )
+        ).only("id", "run_id", "correlation_key", "correlation_value", "timeout_at", "created_at")
+        if wait.created_at <= event.created_at < wait.timeout_at
+        and wait_correlates(wait, event.payload)
     ]
     if not candidates:
         return False

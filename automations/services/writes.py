@@ -25,7 +25,7 @@ from messaging.services.emails import EmailBatch, Likely
 
 # What changes on a step or a wait the run already had (resumed, failed).
 STEP_CHANGES = ["status", "completed_at", "outcome", "error"]
-WAIT_CHANGES = ["status", "resolved_at"]
+WAIT_CHANGES = ["status", "resolved_at", "matched_event_id", "matched_payload"]
 
 
 class Writes:

@@ -68,6 +68,8 @@ class _EventWork(BatchWork[Event]):
     def begin_together(self, items: list[Event]) -> None:
         self.contacts.create_missing(items)
         self.opened = [factory() for factory in self.batch_handlers]
+        for opened in self.opened:
+            opened.begin(events=items)
 
     def run(self, item: Event) -> None:
         contact = _resolve_contact(item, self.contacts)
@@ -80,6 +82,7 @@ class _EventWork(BatchWork[Event]):
             return
         for factory in self.batch_handlers:
             alone = factory()
+            alone.begin(events=[item])
             alone.handle(event=item, contact=contact)
             alone.flush()
 

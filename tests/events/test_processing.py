@@ -537,6 +537,9 @@ class Recorder:
         self.flushed = False
         Recorder.opened.append(self)
 
+    def begin(self, *, events) -> None:
+        self.begun = [event.email for event in events]
+
     def handle(self, *, event, contact) -> None:
         self.seen.append(event.email)
 
@@ -558,6 +561,7 @@ def test_a_batch_handler_sees_the_batch_together_and_is_flushed_once(world, cloc
         clock.advance(seconds=1)
     events_process_batch()
     [opened] = recorder.opened
+    assert opened.begun == ["b0@example.com", "b1@example.com", "b2@example.com"]
     assert opened.seen == ["b0@example.com", "b1@example.com", "b2@example.com"]
     assert opened.flushed
 

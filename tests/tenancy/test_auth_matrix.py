@@ -7,9 +7,9 @@ rights (a full-access integration key, or a personal key of an owner or admin).
 import uuid
 
 import pytest
-from django.core.cache import cache
 
 from tenancy.access import ALL_SCOPES, hash_secret
+from tenancy.cache import is_cached
 from tenancy.models import ApiKey, KeyKind, Membership, Role, Scope
 from tenancy.selectors import key_cache_name
 from tenancy.services import api_key_create, api_key_revoke
@@ -207,7 +207,7 @@ def test_revocation_takes_effect_on_the_next_request(api, world):
         team=world.team, kind=KeyKind.PROJECT, name="to revoke", project=world.project
     )
     assert api.get("/project", key=secret).status_code == 200
-    assert cache.get(key_cache_name(key.secret_hash)) is not None, "the key record is cached"
+    assert is_cached(key_cache_name(key.secret_hash)), "the key record is cached"
 
     api_key_revoke(api_key=key)
 
