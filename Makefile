@@ -30,8 +30,9 @@ SQLITE_TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test \
 	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
 # Where the browser tests leave screenshots of their failures (printed when a run fails).
 SCREENSHOT_DIR ?= $(CURDIR)/.artifacts/screenshots
-# A hard bound so a hung test cannot hold CI forever.
+# A hard bound so a hung test cannot hold CI forever; the end-to-end suite has its own.
 TEST_TIMEOUT ?= 900
+E2E_TIMEOUT ?= 420
 # A fresh clone in CI builds the test database from scratch instead of reusing one.
 PYTEST_ARGS ?= $(if $(CI),--create-db,)
 
@@ -68,11 +69,11 @@ worker: install
 services:
 	@$(TEST_ENV) scripts/ensure-services.sh
 
-# $(1): the environment, $(2): what to test; bounded by TEST_TIMEOUT. A failed run names
-# the screenshots its browser tests left.
-bounded_pytest = status=0; $(1) SCREENSHOT_DIR='$(SCREENSHOT_DIR)' timeout -k 10 $(TEST_TIMEOUT) \
-	$(BIN)/pytest $(PYTEST_ARGS) $(2) || status=$$?; \
-	if [ $$status -eq 124 ]; then echo "The test run ran past $(TEST_TIMEOUT)s."; fi; \
+# $(1): the environment, $(2): what to test; bounded by $(3) seconds, else TEST_TIMEOUT. A
+# failed run names the screenshots its browser tests left.
+bounded_pytest = status=0; $(1) SCREENSHOT_DIR='$(SCREENSHOT_DIR)' \
+	timeout -k 10 $(or $(3),$(TEST_TIMEOUT)) $(BIN)/pytest $(PYTEST_ARGS) $(2) || status=$$?; \
+	if [ $$status -eq 124 ]; then echo "The test run ran past $(or $(3),$(TEST_TIMEOUT))s."; fi; \
 	if [ $$status -ne 0 ] && [ -n "$$(ls -A '$(SCREENSHOT_DIR)' 2>/dev/null)" ]; then \
 		echo "Screenshots of the failed browser tests: $(SCREENSHOT_DIR)"; fi; \
 	exit $$status
@@ -81,7 +82,9 @@ test: install
 	@$(TEST_ENV) ENSURE_BROWSER=1 scripts/ensure-services.sh
 	@rm -rf '$(SCREENSHOT_DIR)'
 	@echo "Running the test suite against $(TEST_DATABASE_URL)"
-	@$(call bounded_pytest,$(TEST_ENV),tests/)
+	@$(call bounded_pytest,$(TEST_ENV),tests/ --ignore=tests/e2e)
+	@echo "Running the end-to-end suite (tests/e2e: make run's stack and the production topology)"
+	@$(call bounded_pytest,$(TEST_ENV),tests/e2e,$(E2E_TIMEOUT))
 	@echo "Running the embedded default's tests against SQLite"
 	@$(call bounded_pytest,$(SQLITE_TEST_ENV),$(SQLITE_TESTS))
 
