@@ -71,8 +71,14 @@ class Process:
 
     def wait_stopped(self, seconds: float) -> None:
         """Waits up to `seconds`, then kills whatever is left in its process group."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
+        began = time.monotonic()
+        try:
             self.popen.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            with self.log.open("a") as log:
+                log.write(f"[e2e] {self.name} did not stop within {seconds:.0f}s; killing it\n")
+        with self.log.open("a") as log:
+            log.write(f"[e2e] {self.name} stopped after {time.monotonic() - began:.1f}s\n")
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
