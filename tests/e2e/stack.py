@@ -115,7 +115,7 @@ def traceback_excerpts(name: str, text: str, *, most_lines: int = 60) -> list[st
         while end < min(len(lines), number + most_lines) and not RECORD_START.search(lines[end]):
             end += 1
         excerpt = "\n".join(lines[max(0, number - 1) : end])
-        found.append(f"--- {name}, line {number + 1} ---\n{excerpt}")
+        found.append(f"--- {name} ---\n{excerpt}")
         number = end
     return found
 
