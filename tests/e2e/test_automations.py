@@ -3,6 +3,7 @@ matched whichever worker process handles its event, beat's sweep takes a timeout
 paused automation starts nothing. The last three use the automations of tests/e2e/flows.py,
 published before the topology processed any event."""
 
+import datetime as dt
 import re
 import time
 from typing import Any
@@ -33,6 +34,10 @@ def sends_one_email(trigger: str, template_id: str) -> dict[str, Any]:
             {"key": "welcome", "type": "send_email", "template_id": template_id, "next": None}
         ],
     }
+
+
+def at(moment: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
 
 
 def processed(api: Api, name: str, email: str, key: str) -> None:
@@ -143,7 +148,8 @@ def test_beat_s_sweep_takes_a_wait_s_timeout(topology, api):
     contact = api.post("/contacts/lookup", {"email": email})
     assert contact["fields"] == {"gave_up": True}
     [wait] = run["waits"]
-    assert run["completed_at"] >= wait["timeout_at"], "taken before its deadline"
+    ended, deadline = at(run["completed_at"]), at(wait["timeout_at"])
+    assert ended >= deadline, f"taken at {ended}, before its deadline {deadline}"
     until(
         lambda: any(BEAT_SENT_SWEEP in mark.since(log) for log in topology.logs),
         "beat sending the run sweep",
