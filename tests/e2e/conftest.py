@@ -118,7 +118,9 @@ def topology(request: pytest.FixtureRequest, stacks: dict[str, Stack]) -> Stack:
     stack = stacks[request.param].ready()
     if "flows" not in stack.prepared:
         # Before any test sends an event to it.
-        stack.prepared["flows"] = publish_flows(Api(stack.base_url, stack.key("project")))
+        api = Api(stack.base_url, stack.key("project"))
+        stack.prepared["flows"] = publish_flows(api)
+        api.http.close()
     return stack
 
 
