@@ -22,8 +22,9 @@ TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test DATABASE_URL='$(TEST_DAT
 	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
 # Where the browser tests leave screenshots of their failures (printed when a run fails).
 SCREENSHOT_DIR ?= $(CURDIR)/.artifacts/screenshots
-# A hard bound so a hung test cannot hold CI forever.
+# A hard bound so a hung test cannot hold CI forever; the end-to-end suite has its own.
 TEST_TIMEOUT ?= 900
+E2E_TIMEOUT ?= 420
 # A fresh clone in CI builds the test database from scratch instead of reusing one.
 PYTEST_ARGS ?= $(if $(CI),--create-db,)
 
@@ -61,18 +62,20 @@ services:
 	@$(TEST_ENV) scripts/ensure-services.sh
 
 # $(1): the environment, $(2): what to test; against the services that answer or the
-# embedded ones in their place (scripts/ensure-services.sh), bounded by TEST_TIMEOUT. A
-# failed run names the screenshots its browser tests left.
+# embedded ones in their place (scripts/ensure-services.sh), bounded by $(3) seconds, else
+# TEST_TIMEOUT. A failed run names the screenshots its browser tests left.
 bounded_pytest = status=0; $(1) SCREENSHOT_DIR='$(SCREENSHOT_DIR)' scripts/ensure-services.sh \
-	timeout -k 10 $(TEST_TIMEOUT) $(BIN)/pytest $(PYTEST_ARGS) $(2) || status=$$?; \
-	if [ $$status -eq 124 ]; then echo "The test run ran past $(TEST_TIMEOUT)s."; fi; \
+	timeout -k 10 $(or $(3),$(TEST_TIMEOUT)) $(BIN)/pytest $(PYTEST_ARGS) $(2) || status=$$?; \
+	if [ $$status -eq 124 ]; then echo "The test run ran past $(or $(3),$(TEST_TIMEOUT))s."; fi; \
 	if [ $$status -ne 0 ] && [ -n "$$(ls -A '$(SCREENSHOT_DIR)' 2>/dev/null)" ]; then \
 		echo "Screenshots of the failed browser tests: $(SCREENSHOT_DIR)"; fi; \
 	exit $$status
 
 test: install
 	@rm -rf '$(SCREENSHOT_DIR)'
-	@$(call bounded_pytest,$(TEST_ENV) ENSURE_BROWSER=1,tests/)
+	@$(call bounded_pytest,$(TEST_ENV) ENSURE_BROWSER=1,tests/ --ignore=tests/e2e)
+	@echo "Running the end-to-end suite (tests/e2e: make run's stack and the production topology)"
+	@$(call bounded_pytest,$(TEST_ENV),tests/e2e,$(E2E_TIMEOUT))
 
 lint: install
 	$(BIN)/ruff check .
