@@ -12,11 +12,9 @@ of them exiting. Should the launcher itself die, the kernel stops them all (Linu
 """
 
 import contextlib
-import ctypes
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -90,23 +88,6 @@ def ensure_postgres_database(url: str) -> None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
-def port_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def die_with_parent() -> None:
-    """Runs in the child: on Linux, the kernel sends SIGTERM if this launcher dies."""
-    os.setsid()
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 def pump(name: str, stream: IO[str]) -> None:
     for line in stream:
         sys.stdout.write(f"{name:<6} | {line}")
@@ -123,7 +104,7 @@ def start(name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[s
         stderr=subprocess.STDOUT,
         text=True,
         # Safe here: every child is forked before the first output thread starts.
-        preexec_fn=die_with_parent,
+        preexec_fn=lambda: embedded_services.dies_with_parent(signal.SIGTERM),
     )
     return proc
 
@@ -301,7 +282,7 @@ def redacted(url: str) -> str:
 def main() -> int:
     env = environment()
     os.chdir(ROOT)
-    if not port_free(HOST, PORT):
+    if not embedded_services.port_free(PORT, HOST):
         log(f"{HOST}:{PORT} is already in use; stop what listens there or set PORT")
         return 1
     run_dir = run_dir_of(env)
