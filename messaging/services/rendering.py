@@ -22,8 +22,9 @@ from typing import Any, ClassVar, Protocol
 from liquid import BoundTemplate, Environment, RenderContext, Token, Undefined
 from liquid.builtin.content import ContentNode
 from liquid.builtin.expressions import FilteredExpression, Path
+from liquid.builtin.expressions.primitive import RangeLiteral
 from liquid.builtin.output import OutputNode
-from liquid.exceptions import LiquidError
+from liquid.exceptions import LiquidError, LoopIterationLimitError
 from liquid.stringify import to_liquid_string
 from liquid.undefined import UNDEFINED
 from markupsafe import escape
@@ -43,6 +44,9 @@ CHANNEL_FIELDS = {Channel.EMAIL: EMAIL_FIELDS, Channel.PUSH: PUSH_FIELDS}
 LOOP_ITERATION_LIMIT = 10_000
 OUTPUT_LIMIT_BYTES = 2_000_000
 LOCAL_NAMESPACE_LIMIT_BYTES = 1_000_000
+# The longest range literal, `(1..n)`: no loop may run longer, and a loop's `offset:` or
+# `limit:` skips items one by one, so a longer range would cost its whole length in time.
+RANGE_LENGTH_LIMIT = LOOP_ITERATION_LIMIT
 
 
 # --- the sandbox ---------------------------------------------------------------------------
@@ -102,6 +106,41 @@ class _SandboxTemplate(BoundTemplate):
     context_class = _ReportingContext
 
 
+class _BoundedRange(RangeLiteral):
+    """A range literal that refuses to be longer than RANGE_LENGTH_LIMIT, before anything
+    iterates it: the library's loop limit counts the items a loop renders, not the ones its
+    `offset:` skips, and filters (`join`, `reverse`) iterate a range without any limit."""
+
+    __slots__ = ()
+
+    def _make_range(self, start: Any, stop: Any) -> range:
+        numbers = super()._make_range(start, stop)
+        length = numbers.stop - numbers.start  # len() overflows past sys.maxsize
+        if length > RANGE_LENGTH_LIMIT:
+            raise LoopIterationLimitError(
+                f"the range has {length} items, more than the limit of {RANGE_LENGTH_LIMIT}",
+                token=self.token,
+            )
+        return numbers
+
+
+def _bound_ranges(template: BoundTemplate) -> None:
+    """Makes every range literal of a parsed template a _BoundedRange. The library's parser
+    builds its range literals itself, with no say for the environment."""
+    context = RenderContext(template)
+    nodes = list(template.nodes)
+    expressions: list[Any] = []
+    while nodes:
+        node = nodes.pop()
+        nodes.extend(node.children(context, include_partials=False))
+        expressions.extend(node.expressions())
+    while expressions:
+        expression = expressions.pop()
+        if type(expression) is RangeLiteral:
+            expression.__class__ = _BoundedRange
+        expressions.extend(expression.children())
+
+
 class SandboxEnvironment(Environment):
     """Liquid without access to anything but the variables given, and with bounds."""
 
@@ -115,6 +154,11 @@ class SandboxEnvironment(Environment):
         # Partials would read other templates (or files): a template stands alone.
         for name in ("include", "render"):
             self.tags.pop(name, None)
+
+    def from_string(self, source: str, *args: Any, **kwargs: Any) -> BoundTemplate:
+        template = super().from_string(source, *args, **kwargs)
+        _bound_ranges(template)
+        return template
 
 
 _PLAIN = SandboxEnvironment()
