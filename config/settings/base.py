@@ -306,6 +306,13 @@ PUSH_HTTP_TIMEOUT = env.float("PUSH_HTTP_TIMEOUT", default=10.0)
 PUSH_CLAIM_BATCH_SIZE = env.int("PUSH_CLAIM_BATCH_SIZE", default=100)
 PUSH_LEASE_SECONDS = env.float("PUSH_LEASE_SECONDS", default=120.0)
 PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
+# Backoff of push deliveries after a transient provider error: the first wait, its factor
+# per attempt, its cap, and the attempts in all. Unset, pushproviders' own policy holds
+# (10 s, x3, an hour, 8 attempts: pushproviders/services/delivery.py).
+PUSH_RETRY_BASE_SECONDS = env.float("PUSH_RETRY_BASE_SECONDS", default=None)
+PUSH_RETRY_FACTOR = env.float("PUSH_RETRY_FACTOR", default=None)
+PUSH_RETRY_CAP_SECONDS = env.float("PUSH_RETRY_CAP_SECONDS", default=None)
+PUSH_RETRY_MAX_ATTEMPTS = env.int("PUSH_RETRY_MAX_ATTEMPTS", default=None)
 
 # Automation runs: jobs one worker claims and advances in one transaction, and the lease
 # on them (automations/conf.py has the rest of the engine's tunables).
