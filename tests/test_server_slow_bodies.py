@@ -1,14 +1,17 @@
 """Clients that send part of a request body and stall. The server as production runs it
-(granian, two workers, config/rsgi.py in front of Django) keeps answering everyone else,
-since a body is read before its request takes a thread, and closes each stalled connection
-once it has sent nothing for REQUEST_BODY_TIMEOUT_SECONDS."""
+(granian, two workers, config/rsgi.py in front of Django, the production settings) keeps
+answering everyone else, since a body is read before its request takes a thread, and
+closes each stalled connection once it has sent nothing for REQUEST_BODY_TIMEOUT_SECONDS."""
 
 import json
+import secrets
 import socket
 import time
 from collections.abc import Iterator
 
 import pytest
+from cryptography.fernet import Fernet
+from django.conf import settings
 
 from contacts.models import Contact
 from tests.processes import request, wait_for
@@ -23,11 +26,18 @@ STALLED = 10  # more than WORKERS x THREADS
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, django_db_setup: None) -> Iterator[Granian]:
-    """One server for the module: each test's keys are committed, and it reads them."""
+    """One server for the module, with the production settings, on the test database:
+    each test's keys are committed, and it reads them."""
     served = Granian(
         tmp_path_factory.mktemp("granian"),
         workers=WORKERS,
         environment={
+            "DJANGO_SETTINGS_MODULE": "config.settings.production",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(32),
+            "SECRETS_ENCRYPTION_KEY": Fernet.generate_key().decode(),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+            "CACHE_URL": settings.CACHES["default"]["LOCATION"],
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "REQUEST_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT),
             "SERVER_THREADS": str(THREADS),
         },
