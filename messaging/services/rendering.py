@@ -22,9 +22,8 @@ from typing import Any, ClassVar, Protocol
 from liquid import BoundTemplate, Environment, RenderContext, Token, Undefined
 from liquid.builtin.content import ContentNode
 from liquid.builtin.expressions import FilteredExpression, Path
-from liquid.builtin.expressions.primitive import RangeLiteral
 from liquid.builtin.output import OutputNode
-from liquid.exceptions import LiquidError, LoopIterationLimitError
+from liquid.exceptions import LiquidError
 from liquid.stringify import to_liquid_string
 from liquid.undefined import UNDEFINED
 from markupsafe import escape
@@ -33,6 +32,7 @@ from config.api.errors import Issue
 from contacts.models import Contact
 from messaging.errors import TemplateRenderFailed
 from messaging.models.templates import Channel, TemplateVersion
+from messaging.services.liquidbounds import RenderBudget, bound_work
 from tenancy.models import Project
 
 # The content members of each channel, in the order they are rendered and reported.
@@ -44,9 +44,6 @@ CHANNEL_FIELDS = {Channel.EMAIL: EMAIL_FIELDS, Channel.PUSH: PUSH_FIELDS}
 LOOP_ITERATION_LIMIT = 10_000
 OUTPUT_LIMIT_BYTES = 2_000_000
 LOCAL_NAMESPACE_LIMIT_BYTES = 1_000_000
-# The longest range literal, `(1..n)`: no loop may run longer, and a loop's `offset:` or
-# `limit:` skips items one by one, so a longer range would cost its whole length in time.
-RANGE_LENGTH_LIMIT = LOOP_ITERATION_LIMIT
 
 
 # --- the sandbox ---------------------------------------------------------------------------
@@ -85,11 +82,17 @@ class _ReportingContext(RenderContext):
     """Reports every variable the template looks up and does not find, by the whole path
     it wrote (`contact.fields.x`; the library's Undefined knows only the root). Lookups are
     the place to record: the library also makes Undefined values of its own (a for loop's
-    missing `parentloop`) that no template asked for."""
+    missing `parentloop`) that no template asked for. It also holds the render's work
+    budget (messaging/services/liquidbounds.py), checked at every lookup."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.budget = RenderBudget()
 
     def get(
         self, path: list[object], *, token: Token | None, default: object = UNDEFINED
     ) -> object:
+        self.budget.check(token)
         value = super().get(path, token=token, default=_MISSING)
         if value is _MISSING or isinstance(value, Undefined):
             if default is not UNDEFINED:
@@ -104,41 +107,6 @@ class _ReportingContext(RenderContext):
 
 class _SandboxTemplate(BoundTemplate):
     context_class = _ReportingContext
-
-
-class _BoundedRange(RangeLiteral):
-    """A range literal that refuses to be longer than RANGE_LENGTH_LIMIT, before anything
-    iterates it: the library's loop limit counts the items a loop renders, not the ones its
-    `offset:` skips, and filters (`join`, `reverse`) iterate a range without any limit."""
-
-    __slots__ = ()
-
-    def _make_range(self, start: Any, stop: Any) -> range:
-        numbers = super()._make_range(start, stop)
-        length = numbers.stop - numbers.start  # len() overflows past sys.maxsize
-        if length > RANGE_LENGTH_LIMIT:
-            raise LoopIterationLimitError(
-                f"the range has {length} items, more than the limit of {RANGE_LENGTH_LIMIT}",
-                token=self.token,
-            )
-        return numbers
-
-
-def _bound_ranges(template: BoundTemplate) -> None:
-    """Makes every range literal of a parsed template a _BoundedRange. The library's parser
-    builds its range literals itself, with no say for the environment."""
-    context = RenderContext(template)
-    nodes = list(template.nodes)
-    expressions: list[Any] = []
-    while nodes:
-        node = nodes.pop()
-        nodes.extend(node.children(context, include_partials=False))
-        expressions.extend(node.expressions())
-    while expressions:
-        expression = expressions.pop()
-        if type(expression) is RangeLiteral:
-            expression.__class__ = _BoundedRange
-        expressions.extend(expression.children())
 
 
 class SandboxEnvironment(Environment):
@@ -157,7 +125,7 @@ class SandboxEnvironment(Environment):
 
     def from_string(self, source: str, *args: Any, **kwargs: Any) -> BoundTemplate:
         template = super().from_string(source, *args, **kwargs)
-        _bound_ranges(template)
+        bound_work(template)
         return template
 
 
@@ -410,6 +378,7 @@ def _render_parts(
     raises or the output passes `limit` UTF-8 bytes: the ordinary render then runs and
     reports it, so the error is the sandbox's own."""
     out: list[str] = []
+    context.budget.reset()  # one context serves every contact: each render its own budget
     try:
         for part in parts:
             if type(part) is str:

@@ -1,13 +1,17 @@
 """A range literal longer than the sandbox allows fails before anything iterates it, whatever
 `offset:` or `limit:` say, in every way a template is rendered: preview, test send and
-`POST /emails`. Ranges within the bound render as before."""
+`POST /emails`. Nested loops and filters over ranges count against one budget of items per
+render, and what no count sees against a time limit. Loops within the bounds render as
+before."""
 
 import pytest
 
 from messaging.errors import TemplateRenderFailed
 from messaging.models import Email
 from messaging.models.templates import TemplateVersion
-from messaging.services.rendering import RANGE_LENGTH_LIMIT, render_email, template_context
+from messaging.services import liquidbounds
+from messaging.services.liquidbounds import RANGE_LENGTH_LIMIT, RENDER_ITEMS_LIMIT
+from messaging.services.rendering import render_email, template_context
 from tests.messaging.factories_templates import MessageTemplateFactory, TemplateVersionFactory
 from tests.messaging.test_emails_api import assert_error
 
@@ -79,6 +83,42 @@ def test_a_long_range_fails_wherever_it_is_written(world, source):
 
     assert "items, more than the limit of" in raised.value.details
     assert [issue.path for issue in raised.value.issues] == ["text"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # Each inner loop skips 9,999 items to render one: 10,000 iterations in all.
+        "{% for i in (1..10000) %}{% for j in (1..10000) offset: 9999 %}{{ j }}"
+        "{% endfor %}{% endfor %}",
+        "{% assign r = (1..10000) %}{% for i in r %}{% for j in r offset: 9999 %}{{ j }}"
+        "{% endfor %}{% endfor %}",
+        "{% for i in (1..10000) %}{% assign s = (1..10000) | join: '' %}{% endfor %}",
+    ],
+)
+def test_loops_and_ranges_share_one_budget_of_items(world, source):
+    context = template_context(project=world.project)
+
+    with pytest.raises(TemplateRenderFailed) as raised:
+        render_email(TemplateVersion(text=source), context)
+
+    assert raised.value.details.endswith(
+        f"more than {RENDER_ITEMS_LIMIT} items from its loops and ranges"
+    )
+
+
+def test_work_no_count_sees_is_stopped_by_the_time_limit(world, monkeypatch):
+    monkeypatch.setattr(liquidbounds, "RENDER_SECONDS_LIMIT", 0.2)
+    # Sorting a long literal once per iteration: few items, much work.
+    literal = "x" * 20_000
+    source = (
+        "{% for i in (1..10000) %}{{ '" + literal + "' | split: '' | sort | size }}{% endfor %}"
+    )
+
+    with pytest.raises(TemplateRenderFailed) as raised:
+        render_email(TemplateVersion(text=source), template_context(project=world.project))
+
+    assert raised.value.details == "text, line 1: the render took longer than 0.2 seconds"
 
 
 def test_loops_within_the_bound_still_render(world):
