@@ -2,7 +2,10 @@
 somewhere in the product (settings, app code or `make run`'s script): a row without a
 reader documents a knob that does nothing."""
 
+import functools
+import os
 import re
+from pathlib import Path
 
 from tests.processes import ROOT
 
@@ -24,26 +27,34 @@ def documented_variables(readme: str) -> list[str]:
 
 def product_source() -> str:
     texts = []
-    for path in sorted(ROOT.rglob("*.py")):
-        if SKIPPED_DIRECTORIES.isdisjoint(path.relative_to(ROOT).parts[:-1]):
-            texts.append(path.read_text())
+    for directory, subdirectories, files in os.walk(ROOT):
+        subdirectories[:] = sorted(
+            d for d in subdirectories if d not in SKIPPED_DIRECTORIES and not d.startswith(".")
+        )
+        texts.extend(
+            (Path(directory) / name).read_text() for name in sorted(files) if name.endswith(".py")
+        )
     return "\n".join(texts)
 
 
+# Reading a variable: django-environ (`env.int("NAME", ...)`), `os.environ` or `os.getenv`.
+READER = re.compile(
+    r'\b(?:env(?:\.\w+)?\(|environ(?:\.get|\.setdefault)?[(\[]|getenv\()\s*"([A-Z0-9_]+)"'
+)
+
+
 def is_read(name: str, source: str) -> bool:
-    """Whether `source` reads `name` from the environment: through django-environ
-    (`env.int("NAME", ...)`), `os.environ` or `os.getenv`. A family written `PREFIX_<NAME>`
+    """Whether `source` reads `name` from the environment. A family written `PREFIX_<NAME>`
     is read when the code picks the environment's variables by that prefix."""
     if "<" in name:
         prefix = re.escape(name.split("<", 1)[0])
         return re.search(rf'startswith\(\s*"{prefix}"', source) is not None
-    quoted = re.escape(f'"{name}"')
-    readers = (
-        rf"\benv(\.\w+)?\(\s*{quoted}",
-        rf"\benviron(\.get|\.setdefault)?[(\[]\s*{quoted}",
-        rf"\bgetenv\(\s*{quoted}",
-    )
-    return any(re.search(reader, source) for reader in readers)
+    return name in read_names(source)
+
+
+@functools.cache
+def read_names(source: str) -> frozenset[str]:
+    return frozenset(READER.findall(source))
 
 
 def test_every_documented_variable_is_read_from_the_environment():
