@@ -179,17 +179,20 @@ class Server:
                 "config.wsgi:application",
             ]
         else:
+            # As in production (config/rsgi.py): bodies are read before a request takes
+            # one of the SERVER_THREADS threads of its worker.
+            self.env["SERVER_THREADS"] = str(threads)
             command = [
                 str(BIN / "granian"),
-                "--interface=wsgi",
+                "--interface=rsgi",
+                "--no-ws",
                 "--host=127.0.0.1",
                 f"--port={self.port}",
                 f"--workers={workers}",
-                f"--blocking-threads={threads}",
                 # As in production: a dead worker is replaced instead of stopping granian.
                 "--respawn-failed-workers",
                 "--no-access-log",
-                "config.wsgi:application",
+                "config.rsgi:application",
             ]
         self.proc = subprocess.Popen(
             command,

@@ -1,4 +1,6 @@
-"""WSGI entry point for production servers (gunicorn, granian --interface wsgi)."""
+"""The Django WSGI application, warmed up. Production serves it through config/rsgi.py
+(granian --interface rsgi), which reads request bodies with a timeout first; a plain WSGI
+server (gunicorn, granian --interface wsgi) needs a proxy in front that buffers bodies."""
 
 import gc
 import logging

@@ -137,21 +137,23 @@ def stop(procs: dict[str, subprocess.Popen[str]]) -> None:
 def web_command(
     *, host: str, port: int, workers: int = 1, static_root: Path = ROOT / "staticfiles"
 ) -> list[str]:
-    """granian serving the API and, from `static_root`, the admin's static files."""
+    """granian serving the API and, from `static_root`, the admin's static files. The RSGI
+    interface with config/rsgi.py in front of Django: bodies are read on the event loop,
+    with a timeout, before a request takes a thread (SERVER_THREADS of them a worker)."""
     return [
         str(BIN / "granian"),
-        "--interface=wsgi",
+        "--interface=rsgi",
+        "--no-ws",
         f"--host={host}",
         f"--port={port}",
         f"--workers={workers}",
-        "--blocking-threads=4",
         # Without it one dead worker stops granian altogether; with it granian replaces
         # the worker (and still exits when replacements keep dying: a crash loop).
         "--respawn-failed-workers",
         "--access-log",
         "--static-path-route=/static",
         f"--static-path-mount={static_root}",
-        "config.wsgi:application",
+        "config.rsgi:application",
     ]
 
 

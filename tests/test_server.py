@@ -3,6 +3,7 @@ answering and a replacement takes the dead one's place."""
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -25,7 +26,9 @@ def _database_url() -> str:
 class Granian:
     """The API served the way scripts/run.py serves it, with `workers` workers."""
 
-    def __init__(self, tmp_path: Path, workers: int) -> None:
+    def __init__(
+        self, tmp_path: Path, workers: int, environment: dict[str, str] | None = None
+    ) -> None:
         port = free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         self.log = tmp_path / "granian.log"
@@ -42,6 +45,7 @@ class Granian:
                     **os.environ,
                     "DJANGO_SETTINGS_MODULE": "config.settings.test",
                     "DATABASE_URL": _database_url(),
+                    **(environment or {}),
                 },
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -56,8 +60,9 @@ class Granian:
         return children_of(self.process.pid)
 
     def started(self) -> int:
-        """How many workers have told granian they serve (replacements included)."""
-        return self.log.read_text().count("Started worker-")
+        """How many workers have told granian they serve (replacements included); each
+        worker's runtime thread says so on a line of its own (`Started worker-1 runtime-1`)."""
+        return len(re.findall(r"^\[INFO\] Started worker-\d+$", self.log.read_text(), re.M))
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -242,6 +242,12 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rs
 # Deliveries one worker claims and sends over one connection, and the lease on them.
 EMAIL_CLAIM_BATCH_SIZE = env.int("EMAIL_CLAIM_BATCH_SIZE", default=50)
 EMAIL_LEASE_SECONDS = env.float("EMAIL_LEASE_SECONDS", default=120.0)
+# The production server (config/rsgi.py): threads per server process that run requests,
+# and the longest a client may pause while sending a request body (before its first byte
+# too) before it is answered 408 and its connection closed.
+SERVER_THREADS = env.int("SERVER_THREADS", default=4)
+REQUEST_BODY_TIMEOUT_SECONDS = env.float("REQUEST_BODY_TIMEOUT_SECONDS", default=10.0)
+
 # Contact imports (docs/API.md, Imports): the largest CSV upload (a larger one is 413
 # before it is read) and row count, the rows planned and committed per chunk, and how
 # long a commit worker's claim on a chunk holds.
@@ -267,6 +273,13 @@ PUSH_HTTP_TIMEOUT = env.float("PUSH_HTTP_TIMEOUT", default=10.0)
 PUSH_CLAIM_BATCH_SIZE = env.int("PUSH_CLAIM_BATCH_SIZE", default=100)
 PUSH_LEASE_SECONDS = env.float("PUSH_LEASE_SECONDS", default=120.0)
 PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
+# Backoff of push deliveries after a transient provider error: the first wait, its factor
+# per attempt, its cap, and the attempts in all. Unset, pushproviders' own policy holds
+# (10 s, x3, an hour, 8 attempts: pushproviders/services/delivery.py).
+PUSH_RETRY_BASE_SECONDS = env.float("PUSH_RETRY_BASE_SECONDS", default=None)
+PUSH_RETRY_FACTOR = env.float("PUSH_RETRY_FACTOR", default=None)
+PUSH_RETRY_CAP_SECONDS = env.float("PUSH_RETRY_CAP_SECONDS", default=None)
+PUSH_RETRY_MAX_ATTEMPTS = env.int("PUSH_RETRY_MAX_ATTEMPTS", default=None)
 
 # Automation runs: jobs one worker claims and advances in one transaction, and the lease
 # on them (automations/conf.py has the rest of the engine's tunables).

@@ -63,23 +63,54 @@ class RowField(serializers.JSONField):
         return data
 
 
+class RowsField(serializers.ListField):
+    """The rows of a JSON import. Their number is checked before any row is, so a body of a
+    million rows is refused at once; at most MAX_ROW_ISSUES bad rows are listed, then one
+    issue at `rows` (`more_issues`) counts the rest."""
+
+    MAX_ROW_ISSUES = 100
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, list) and len(data) > conf.max_json_rows():
+            raise serializers.ValidationError(
+                f"At most {conf.max_json_rows()} rows; upload larger imports as CSV.",
+                code="max_length",
+            )
+        return super().to_internal_value(data)
+
+    def run_child_validation(self, data: list[Any]) -> list[Any]:
+        rows: list[Any] = []
+        errors: dict[str, Any] = {}
+        unlisted = 0
+        for index, item in enumerate(data):
+            try:
+                rows.append(self.child.run_validation(item))
+            except serializers.ValidationError as error:
+                if len(errors) < self.MAX_ROW_ISSUES:
+                    errors[str(index)] = error.detail
+                else:
+                    unlisted += 1
+        if not errors:
+            return rows
+        if unlisted:
+            # The key "" puts the issue at `rows` itself, after the rows listed.
+            errors[""] = [
+                serializers.ErrorDetail(
+                    f"{unlisted} more rows are not valid; they are not listed.",
+                    code="more_issues",
+                )
+            ]
+        raise serializers.ValidationError(errors)
+
+
 class ImportRowsSerializer(StrictSerializer):
     """An import of JSON rows."""
 
-    rows = serializers.ListField(
-        child=RowField(), min_length=1, max_length=conf.DEFAULT_MAX_JSON_ROWS
-    )
+    rows = RowsField(child=RowField(), min_length=1, max_length=conf.DEFAULT_MAX_JSON_ROWS)
     mapping = MappingField()
     automation_effects = serializers.ChoiceField(
         choices=AutomationEffects.choices, default=AutomationEffects.SUPPRESS
     )
-
-    def validate_rows(self, rows: list[Any]) -> list[Any]:
-        if len(rows) > conf.max_json_rows():
-            raise serializers.ValidationError(
-                f"At most {conf.max_json_rows()} rows; upload larger imports as CSV."
-            )
-        return rows
 
 
 class ImportFileSerializer(StrictSerializer):

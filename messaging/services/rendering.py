@@ -32,6 +32,7 @@ from config.api.errors import Issue
 from contacts.models import Contact
 from messaging.errors import TemplateRenderFailed
 from messaging.models.templates import Channel, TemplateVersion
+from messaging.services.liquidbounds import RenderBudget, bound_work
 from tenancy.models import Project
 
 # The content members of each channel, in the order they are rendered and reported.
@@ -81,11 +82,17 @@ class _ReportingContext(RenderContext):
     """Reports every variable the template looks up and does not find, by the whole path
     it wrote (`contact.fields.x`; the library's Undefined knows only the root). Lookups are
     the place to record: the library also makes Undefined values of its own (a for loop's
-    missing `parentloop`) that no template asked for."""
+    missing `parentloop`) that no template asked for. It also holds the render's work
+    budget (messaging/services/liquidbounds.py), checked at every lookup."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.budget = RenderBudget()
 
     def get(
         self, path: list[object], *, token: Token | None, default: object = UNDEFINED
     ) -> object:
+        self.budget.check(token)
         value = super().get(path, token=token, default=_MISSING)
         if value is _MISSING or isinstance(value, Undefined):
             if default is not UNDEFINED:
@@ -115,6 +122,11 @@ class SandboxEnvironment(Environment):
         # Partials would read other templates (or files): a template stands alone.
         for name in ("include", "render"):
             self.tags.pop(name, None)
+
+    def from_string(self, source: str, *args: Any, **kwargs: Any) -> BoundTemplate:
+        template = super().from_string(source, *args, **kwargs)
+        bound_work(template)
+        return template
 
 
 _PLAIN = SandboxEnvironment()
@@ -366,6 +378,7 @@ def _render_parts(
     raises or the output passes `limit` UTF-8 bytes: the ordinary render then runs and
     reports it, so the error is the sandbox's own."""
     out: list[str] = []
+    context.budget.reset()  # one context serves every contact: each render its own budget
     try:
         for part in parts:
             if type(part) is str:

@@ -333,7 +333,7 @@ def _server_conninfo(url: str) -> dict[str, Any]:
 
 
 class ProductionStack(Stack):
-    """granian (two workers) serving config.wsgi with the production settings, two Celery
+    """granian (two workers) serving the API (config.rsgi) with the production settings, two Celery
     worker processes and beat, on a fresh PostgreSQL database and a Redis of our own."""
 
     name = "production"

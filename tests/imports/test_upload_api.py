@@ -427,6 +427,40 @@ def test_json_rows_over_their_limit_are_400(imports):
     assert issue_paths(response) == ["rows"]
 
 
+def test_a_million_json_rows_are_refused_before_any_row_is_checked(imports):
+    # None of them is an object: had a row been checked, its issue would be listed.
+    response = imports.upload_rows([0] * 1_000_000, {"m": "email"})
+
+    assert error_of(response) == (400, "validation_error")
+    assert response.json()["error"]["issues"] == [
+        {
+            "code": "max_length",
+            "path": "rows",
+            "message": "At most 10000 rows; upload larger imports as CSV.",
+        }
+    ]
+    assert_nothing_stored()
+
+
+def test_bad_json_rows_are_listed_up_to_a_hundred_and_the_rest_counted(imports):
+    rows = [{"m": "a@example.com"}] + [n for n in range(9_999)]
+
+    response = imports.upload_rows(rows, {"m": "email"}, unknown=True)
+
+    assert error_of(response) == (400, "validation_error")
+    issues = response.json()["error"]["issues"]
+    assert len(issues) == 102
+    assert [issue["path"] for issue in issues[:100]] == [f"rows.{n}" for n in range(1, 101)]
+    assert {issue["code"] for issue in issues[:100]} == {"not_an_object"}
+    assert issues[100] == {
+        "code": "more_issues",
+        "path": "rows",
+        "message": "9899 more rows are not valid; they are not listed.",
+    }
+    assert issues[101]["path"] == "unknown"
+    assert_nothing_stored()
+
+
 def test_a_json_body_over_its_limit_is_413(imports):
     rows = [{"m": f"p{n}@example.com", "pad": "x" * 1000} for n in range(20)]
 

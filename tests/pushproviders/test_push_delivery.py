@@ -4,6 +4,9 @@ Web Push service, and the outcome read back through `GET /push/messages/{id}`.""
 
 import dataclasses
 import datetime as dt
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +27,7 @@ from pushproviders.services.delivery import (
 )
 from pushproviders.tasks import deliver_push, sweep_push
 from tests.messaging.factories_templates import MessageTemplateFactory, TemplateVersionFactory
+from tests.processes import ROOT
 from tests.pushproviders import keys
 from tests.pushproviders.sending import (
     APNS_BUNDLE_ID,
@@ -462,6 +466,53 @@ def test_a_token_uri_registered_by_name_is_checked_when_the_token_is_fetched(pus
         "The token_uri is refused: The host resolves to an address that is not public."
     )
     assert fcm.issued == []
+
+
+def test_the_retry_settings_set_the_backoff(push, ada, fcm, clock, settings):
+    settings.PUSH_RETRY_BASE_SECONDS = 1000
+    settings.PUSH_RETRY_FACTOR = 2
+    settings.PUSH_RETRY_CAP_SECONDS = 1500
+    push.install(ada, "fcm", FCM_TOKEN)
+    fcm.fail_next(503)
+    fcm.fail_next(503)
+    send(push, contact_id=str(ada.id))
+
+    waits = []
+    for _ in range(2):
+        started = clock()
+        push_deliver_batch()
+        delivery = PushDelivery.objects.get()
+        waits.append((delivery.next_attempt_at - started).total_seconds())
+        clock.set(delivery.next_attempt_at)
+
+    # Half the wait is fixed, half random: 1000 s, then 2000 s capped at 1500 s.
+    assert 500 <= waits[0] <= 1000
+    assert 750 <= waits[1] <= 1500
+
+
+def test_the_retry_settings_are_read_from_the_environment():
+    policy = "from pushproviders.services.delivery import push_retry_policy as p; print(p())"
+    environment = {
+        **os.environ,
+        "PUSH_RETRY_BASE_SECONDS": "7.5",
+        "PUSH_RETRY_FACTOR": "2",
+        "PUSH_RETRY_CAP_SECONDS": "120",
+        "PUSH_RETRY_MAX_ATTEMPTS": "4",
+    }
+    script = f"import django; django.setup(); {policy}"
+
+    printed = subprocess.run(
+        [sys.executable, "-c", script],
+        env=environment,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert printed.strip() == (
+        "RetryPolicy(base_seconds=7.5, factor=2.0, cap_seconds=120.0, max_attempts=4)"
+    )
 
 
 def test_a_permanent_refusal_fails_at_once_and_keeps_the_installation(push, ada, apns):

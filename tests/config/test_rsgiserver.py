@@ -1,0 +1,95 @@
+"""The WSGI environ config/rsgiserver.py builds from granian's RSGI request scope (PEP
+3333), and which requests it reads a body for. The server itself is driven over sockets in
+tests/test_server_slow_bodies.py."""
+
+from dataclasses import dataclass, field
+
+from config.rsgiserver import _has_body, wsgi_environ
+
+
+@dataclass
+class Headers:
+    pairs: list[tuple[str, str]]
+
+    def items(self) -> list[tuple[str, str]]:
+        return self.pairs
+
+
+@dataclass
+class Scope:
+    """The members of granian's RSGI scope the front reads."""
+
+    method: str = "GET"
+    path: str = "/contacts"
+    query_string: str = ""
+    headers: Headers = field(default_factory=lambda: Headers([]))
+    server: str = "127.0.0.1:8000"
+    client: str = "127.0.0.1:51234"
+    scheme: str = "http"
+    http_version: str = "1.1"
+    proto: str = "http"
+
+
+def test_the_environ_holds_the_request_line_and_the_addresses():
+    environ = wsgi_environ(Scope(method="POST", path="/events/batch", query_string="a=%20b"))
+
+    assert {key: environ[key] for key in environ if not key.startswith("wsgi.")} == {
+        "REQUEST_METHOD": "POST",
+        "SCRIPT_NAME": "",
+        "PATH_INFO": "/events/batch",
+        "QUERY_STRING": "a=%20b",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+    }
+    assert environ["wsgi.url_scheme"] == "http"
+    assert environ["wsgi.input_terminated"] is True
+
+
+def test_a_path_is_given_as_its_utf8_bytes_one_character_each():
+    environ = wsgi_environ(Scope(path="/café"))
+
+    assert environ["PATH_INFO"] == "/caf\xc3\xa9"
+    assert environ["PATH_INFO"].encode("latin-1").decode("utf-8") == "/café"
+
+
+def test_headers_are_prefixed_and_repeated_ones_joined():
+    headers = Headers(
+        [
+            ("content-type", "application/json"),
+            ("content-length", "12"),
+            ("authorization", "Bearer sr_x"),
+            ("x-forwarded-for", "10.0.0.1"),
+            ("x-forwarded-for", "10.0.0.2"),
+            ("cookie", "a=1"),
+            ("cookie", "b=2"),
+        ]
+    )
+
+    environ = wsgi_environ(Scope(headers=headers))
+
+    assert environ["CONTENT_TYPE"] == "application/json"
+    assert environ["CONTENT_LENGTH"] == "12"
+    assert environ["HTTP_AUTHORIZATION"] == "Bearer sr_x"
+    assert environ["HTTP_X_FORWARDED_FOR"] == "10.0.0.1,10.0.0.2"
+    assert environ["HTTP_COOKIE"] == "a=1; b=2"
+    assert "HTTP_CONTENT_TYPE" not in environ
+
+
+def test_an_ipv6_client_is_its_address_alone():
+    environ = wsgi_environ(Scope(server="[::1]:8000", client="[::1]:40000"))
+
+    assert environ["REMOTE_ADDR"] == "::1"
+    assert environ["SERVER_NAME"] == "::1"
+
+
+def test_a_body_is_read_when_one_is_declared_or_chunked():
+    def has_body(*pairs: tuple[str, str], version: str = "1.1") -> bool:
+        return _has_body(wsgi_environ(Scope(headers=Headers(list(pairs)), http_version=version)))
+
+    assert has_body(("content-length", "3"))
+    assert has_body(("transfer-encoding", "chunked"))
+    assert has_body(version="2")
+    assert not has_body(("content-length", "0"))
+    assert not has_body()
