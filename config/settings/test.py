@@ -29,6 +29,12 @@ CACHES = {
         "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="test"),
     }
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A commit returns without waiting for the disk to sync its WAL (others see it at
+    # once; only a crash of the server could lose it): transactional tests and the
+    # processes the suite starts commit thousands of times.
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["options"] = f"{_options.get('options', '')} -c synchronous_commit=off".strip()
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/1")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
