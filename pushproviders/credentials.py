@@ -7,6 +7,7 @@ Error messages name what is wrong, never the secret's content.
 
 import base64
 import binascii
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -93,6 +94,14 @@ def service_account_parsed(raw: Any, *, path: str = "service_account") -> dict[s
     return raw
 
 
+@functools.lru_cache(maxsize=32)
+def _private_key_loaded(pem: str) -> Any:
+    """The key of a PEM text; raises ValueError or TypeError when it is none. Loading an
+    RSA key checks it, a tenth of a second or more, so a text checked once in this process
+    is not checked again."""
+    return serialization.load_pem_private_key(pem.encode(), password=None)
+
+
 def service_account_checked(value: dict[str, Any], *, path: str = "service_account") -> None:
     """The offline checks of a service account (no DNS): members and private key."""
     for member in SERVICE_ACCOUNT_MEMBERS:
@@ -101,7 +110,7 @@ def service_account_checked(value: dict[str, Any], *, path: str = "service_accou
     if value.get("type", "service_account") != "service_account":
         raise CredentialInvalid(f"{path}.type", "Must be `service_account`.")
     try:
-        key = serialization.load_pem_private_key(value["private_key"].encode(), password=None)
+        key = _private_key_loaded(value["private_key"])
     except (ValueError, TypeError):
         raise CredentialInvalid(f"{path}.private_key", "Is not a PEM private key.") from None
     if not isinstance(key, rsa.RSAPrivateKey):
