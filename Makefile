@@ -16,8 +16,11 @@ STAMP := $(VENV)/.installed
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres:postgres@127.0.0.1:5432/sendrealm)
 TEST_CACHE_URL := $(or $(CACHE_URL),redis://127.0.0.1:6379/0)
 TEST_BROKER_URL := $(or $(CELERY_BROKER_URL),redis://127.0.0.1:6379/1)
+# PYTHONDONTWRITEBYTECODE emptied: every process the suite starts (its workers, granian,
+# Celery) would otherwise compile each module it imports, and pytest rewrite each test
+# module, on every run.
 TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test DATABASE_URL='$(TEST_DATABASE_URL)' \
-	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
+	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)' PYTHONDONTWRITEBYTECODE=
 # `make run`'s embedded default (SQLite) has write paths of its own: these tests run a
 # second time on a SQLite file under .run/ (tests that need PostgreSQL skip themselves).
 SQLITE_TESTS := tests/config/test_bulk.py tests/contacts/test_contacts_api.py \
@@ -34,6 +37,9 @@ SCREENSHOT_DIR ?= $(CURDIR)/.artifacts/screenshots
 TEST_TIMEOUT ?= 900
 # A fresh clone in CI builds the test database from scratch instead of reusing one.
 PYTEST_ARGS ?= $(if $(CI),--create-db,)
+# The main run's pytest-xdist workers, each with its own test database and Redis databases
+# (config/settings/test.py); 0 runs it in one process.
+TEST_WORKERS ?= 2
 
 # Benchmarks: `make bench` runs every bench/bench_*.py, `make bench ONLY=project` one.
 ONLY ?=
@@ -81,7 +87,7 @@ test: install
 	@$(TEST_ENV) ENSURE_BROWSER=1 scripts/ensure-services.sh
 	@rm -rf '$(SCREENSHOT_DIR)'
 	@echo "Running the test suite against $(TEST_DATABASE_URL)"
-	@$(call bounded_pytest,$(TEST_ENV),tests/)
+	@$(call bounded_pytest,$(TEST_ENV),-n $(TEST_WORKERS) tests/)
 	@echo "Running the embedded default's tests against SQLite"
 	@$(call bounded_pytest,$(SQLITE_TEST_ENV),$(SQLITE_TESTS))
 
