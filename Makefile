@@ -18,8 +18,11 @@ STAMP := $(VENV)/.installed
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres:postgres@127.0.0.1:5432/sendrealm)
 TEST_CACHE_URL := $(or $(CACHE_URL),redis://127.0.0.1:6379/0)
 TEST_BROKER_URL := $(or $(CELERY_BROKER_URL),redis://127.0.0.1:6379/1)
+# PYTHONDONTWRITEBYTECODE emptied: every process the suite starts (its workers, granian,
+# Celery) would otherwise compile each module it imports, and pytest rewrite each test
+# module, on every run.
 TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test DATABASE_URL='$(TEST_DATABASE_URL)' \
-	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)'
+	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)' PYTHONDONTWRITEBYTECODE=
 # Where the browser tests leave screenshots of their failures (printed when a run fails).
 SCREENSHOT_DIR ?= $(CURDIR)/.artifacts/screenshots
 # A hard bound so a hung test cannot hold CI forever; the end-to-end suite has its own.
@@ -27,6 +30,9 @@ TEST_TIMEOUT ?= 900
 E2E_TIMEOUT ?= 420
 # A fresh clone in CI builds the test database from scratch instead of reusing one.
 PYTEST_ARGS ?= $(if $(CI),--create-db,)
+# The main run's pytest-xdist workers, each with its own test database and Redis databases
+# (config/settings/test.py); 0 runs it in one process.
+TEST_WORKERS ?= 2
 
 # Benchmarks: `make bench` runs every bench/bench_*.py, `make bench ONLY=project` one.
 ONLY ?=
@@ -73,7 +79,7 @@ bounded_pytest = status=0; $(1) SCREENSHOT_DIR='$(SCREENSHOT_DIR)' scripts/ensur
 
 test: install
 	@rm -rf '$(SCREENSHOT_DIR)'
-	@$(call bounded_pytest,$(TEST_ENV) ENSURE_BROWSER=1,tests/ --ignore=tests/e2e)
+	@$(call bounded_pytest,$(TEST_ENV) ENSURE_BROWSER=1,-n $(TEST_WORKERS) tests/ --ignore=tests/e2e)
 	@echo "Running the end-to-end suite (tests/e2e: make run's stack and the production topology)"
 	@$(call bounded_pytest,$(TEST_ENV),tests/e2e,$(E2E_TIMEOUT))
 

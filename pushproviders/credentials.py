@@ -7,6 +7,7 @@ Error messages name what is wrong, never the secret's content.
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -116,6 +117,14 @@ def service_account_parsed(raw: Any, *, path: str = "service_account") -> dict[s
     return raw
 
 
+@functools.lru_cache(maxsize=32)
+def _private_key_loaded(pem: str) -> Any:
+    """The key of a PEM text; raises ValueError or TypeError when it is none. Loading an
+    RSA key checks it, a tenth of a second or more, so a text checked once in this process
+    is not checked again."""
+    return serialization.load_pem_private_key(pem.encode(), password=None)
+
+
 def _given(value: dict[str, Any], member: str) -> bool:
     return isinstance(value.get(member), str) and bool(value[member].strip())
 
@@ -131,7 +140,7 @@ def _service_account_problems(value: dict[str, Any], *, path: str) -> list[Crede
         problems.append(CredentialInvalid(f"{path}.type", "Must be `service_account`."))
     if _given(value, "private_key"):
         try:
-            key = serialization.load_pem_private_key(value["private_key"].encode(), password=None)
+            key = _private_key_loaded(value["private_key"])
         except (ValueError, TypeError):
             problems.append(CredentialInvalid(f"{path}.private_key", "Is not a PEM private key."))
         else:

@@ -1,12 +1,15 @@
 """The OpenAPI document says what the API does: paging, JSON-only bodies, strict bodies and
 the rules across their members, checked against the views and serializers themselves."""
 
+import copy
+
 import pytest
 from django.urls import path
 from drf_spectacular.generators import EndpointEnumerator, SchemaGenerator
 from openapi_spec_validator import OpenAPIV30SpecValidator, validate
 
 from tenancy.preparedactions.api.views import ExecuteActionView, PrepareActionView
+from tests.conftest import Api
 
 pytestmark = pytest.mark.django_db
 
@@ -14,11 +17,17 @@ JSON = "application/json"
 MULTIPART = "multipart/form-data"
 
 
-@pytest.fixture
-def document(api):
-    response = api.get("/openapi.json")
+@pytest.fixture(scope="module")
+def served_document():
+    """/openapi.json as served, generated once for the module's tests (a second or so)."""
+    response = Api().get("/openapi.json")
     assert response.status_code == 200
     return response.json()
+
+
+@pytest.fixture
+def document(served_document):
+    return copy.deepcopy(served_document)
 
 
 def operations(document):

@@ -14,6 +14,7 @@ anything a real provider would have refused (the stand-in refused it too).
 """
 
 import contextlib
+import functools
 import itertools
 import json
 import secrets
@@ -40,6 +41,7 @@ FCM_SCOPE = "https://www.googleapis.com/auth/firebase.messaging"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 
+@functools.cache  # loading an RSA key checks it, a tenth of a second or more
 def public_pem_of(private_pem: str) -> bytes:
     key = serialization.load_pem_private_key(private_pem.encode(), password=None)
     return key.public_key().public_bytes(
