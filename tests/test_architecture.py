@@ -76,3 +76,53 @@ def test_no_module_of_the_service_imports_inside_a_function():
                 if isinstance(node, ast.Import | ast.ImportFrom):
                     deferred.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert deferred == []
+
+
+def _queries_of_other_families(source: str, *, where: str) -> list[str]:
+    """`Model.objects` (or `_default_manager`) in the module at `where` (its path in the
+    repository) whose model was imported from the models of another top-level family."""
+    tree = ast.parse(source)
+    family = where.split("/")[0]
+    foreign = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+        if node.module.split(".")[0] in PACKAGES
+        and node.module.split(".")[0] != family
+        and "models" in node.module.split(".")
+    }
+    return [
+        f"{where}:{node.lineno} {node.value.id}.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr in ("objects", "_default_manager")
+        and isinstance(node.value, ast.Name)
+        and node.value.id in foreign
+    ]
+
+
+def test_no_family_queries_another_familys_models():
+    """A family reads and locks another's rows through that family's selectors and
+    services (`Contact.objects...` lives in contacts/ only)."""
+    found = [
+        query
+        for path in _service_modules()
+        for query in _queries_of_other_families(path.read_text(), where=str(path.relative_to(ROOT)))
+    ]
+    assert found == []
+
+
+def test_a_query_of_another_familys_models_is_found():
+    source = (
+        "from contacts.models import Contact\n"
+        "from events.models import Event\n\n\n"
+        "def f():\n"
+        "    return Contact.objects.all(), Event.objects.all()\n"
+    )
+    assert _queries_of_other_families(source, where="events/services/sample.py") == [
+        "events/services/sample.py:6 Contact.objects"
+    ]
+    assert _queries_of_other_families(source, where="contacts/sample.py") == [
+        "contacts/sample.py:6 Event.objects"
+    ]
