@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import jwt
 
+from bench import keys
 from bench.harness import PYTHON, ROOT, Context, log
 from bench.push_standins import StandinProcess
-from tests.pushproviders import keys
 
 MESSAGES = int(os.environ.get("BENCH_PUSH_MESSAGES", "2000"))
 # Each message goes to one contact's two devices: one FCM, one APNs delivery.

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from bench.harness import StdioProcess
-from tests.pushproviders.standins import ApnsStandin, FcmStandin
+from bench.standins import ApnsStandin, FcmStandin
 
 
 class Arrivals:

@@ -4,18 +4,20 @@
 The events app names the writer by dotted path in its apps.py; it is imported at first
 use. The writer joins the caller's transaction, so the event exists exactly when the
 change it reports does (a rolled-back change leaves no event). Deciding whether anything
-changed, and so whether there is an event at all, stays with the caller."""
+changed, and so whether there is an event at all, stays with the caller. What runs once
+the events are committed (the events app's wake-up of its workers) is named the same way,
+and the outbox schedules it after the writer: the writer only writes rows."""
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import models
+from django.db import models, transaction
 from django.utils.module_loading import import_string
 
-from config.hooks import dotted_path
+from config.hooks import Handlers, dotted_path
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class SystemEventWriter(Protocol):
 # The writer's import path, and the writer once imported.
 _writer_path: str | None = None
 _writer: SystemEventWriter | None = None
+# What runs after the commit of a transaction that recorded system events.
+_committed: Handlers[Callable[[], object]] = Handlers()
 
 
 def register_system_event_writer(writer: SystemEventWriter | str) -> None:
@@ -52,6 +56,17 @@ def unregister_system_event_writer(writer: SystemEventWriter | str) -> None:
     global _writer, _writer_path
     if _writer_path == dotted_path(writer):
         _writer_path = _writer = None
+
+
+def register_system_events_committed(handler: Callable[[], object] | str) -> None:
+    """Names what runs, without arguments, after the commit of a transaction that recorded
+    system events (the wake-up of the workers that process them): a callable or the
+    dotted path of one."""
+    _committed.register(handler)
+
+
+def unregister_system_events_committed(handler: Callable[[], object] | str) -> None:
+    _committed.unregister(handler)
 
 
 def system_event_emit(
@@ -93,3 +108,5 @@ def system_events_emit(*, project: models.Model, name: str, events: Sequence[Sys
             f"`sendrealm.{name}` cannot be recorded."
         )
     _writer(project=project, name=name, events=events)
+    for handler in _committed.all():
+        transaction.on_commit(handler)

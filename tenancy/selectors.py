@@ -1,7 +1,9 @@
 """Reads of teams, projects and keys."""
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import QuerySet
 
@@ -151,3 +153,9 @@ def project_list_for_key(*, key: KeyRecord) -> QuerySet[Project]:
         team__memberships__user_id=key.user_id,
         team__memberships__user__is_active=True,
     )
+
+
+def project_retention_list(*, fields: Iterable[str]) -> Iterable[tuple[Any, ...]]:
+    """Every project's id with its retention settings named in `fields`, in that order: the
+    purge sweeps of the families that keep rows per project."""
+    return Project.objects.values_list("id", *fields)

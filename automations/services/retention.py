@@ -13,7 +13,7 @@ from automations.models import (
     WaitStatus,
 )
 from config import clock
-from tenancy.models import Project
+from tenancy.selectors import project_retention_list
 
 PURGE_BATCH = 2000
 PURGE_MAX_ROWS_PER_RUN = 50_000
@@ -34,7 +34,7 @@ def runs_purge_expired(
     call (the next call goes on); how many rows were deleted."""
     now = clock.now()
     runs = waits = 0
-    policies = Project.objects.values_list("id", "run_retention_days", "wait_retention_days")
+    policies = project_retention_list(fields=["run_retention_days", "wait_retention_days"])
     for project_id, run_days, wait_days in policies:
         run_cutoff = now - dt.timedelta(days=run_days)
         # Live runs by when they ended; test runs (whose times are virtual) by when made.

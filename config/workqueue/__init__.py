@@ -1,7 +1,7 @@
 """The work-queue kit: a table whose rows are units of work, drained by Celery workers.
 
-Every family that retries (events today; email and push deliveries, automation steps,
-import batches, campaign fan-out next) keeps its work on its own rows and uses this kit:
+Every family that retries (events, email and push deliveries, campaign fan-out, automation
+runs, import batches) keeps its work on its own rows and uses this kit:
 
 - `models.WorkItem`: the columns (status, attempts, next_attempt_at, claim_token,
   lease_expires_at, last_error, error_code) and the indexes the claim needs.

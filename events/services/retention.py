@@ -4,7 +4,7 @@ import datetime as dt
 
 from config import clock
 from events.models import Event, EventStatus
-from tenancy.models import Project
+from tenancy.selectors import project_retention_list
 
 PURGE_BATCH = 5000
 PURGE_MAX_ROWS_PER_RUN = 100_000
@@ -17,7 +17,7 @@ def events_purge_expired(
     stops after `max_rows` and the next run continues."""
     now = clock.now()
     deleted = 0
-    for project_id, days in Project.objects.values_list("id", "event_retention_days"):
+    for project_id, days in project_retention_list(fields=["event_retention_days"]):
         cutoff = now - dt.timedelta(days=days)
         while deleted < max_rows:
             ids = list(

@@ -1,18 +1,19 @@
 """System events: what the platform itself reports under the reserved prefix. This is the
-writer behind `config.outbox`, through which the families below events record them."""
+writer behind `config.outbox`, through which the families below events record them. It
+only writes rows, in the caller's transaction: the outbox wakes the event workers after
+commit (`events.wake.events_wake`, named in events/apps.py)."""
 
 import json
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import connections, router, transaction
+from django.db import connections, router
 
 from config import clock
 from config.bulk import statement_run
 from config.outbox import SystemEvent
 from events.models import SYSTEM_PREFIX, Event, EventSource
-from events.wake import events_wake
 from tenancy.models import Project
 
 
@@ -45,7 +46,6 @@ def emit_system_event(
     each = SystemEvent(payload=payload, contact_id=contact_id, email=email, external_id=external_id)
     row = _event_row(project=project, name=name, each=each, now=clock.now())
     row.save(force_insert=True)
-    transaction.on_commit(events_wake)
     return row
 
 
@@ -108,4 +108,3 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
         f"SELECT {', '.join(selected)} FROM unnest({unnest}) AS r({', '.join(_PER_ROW)})"
     )
     statement_run(sql, [*params, *(arrays[name] for name in _PER_ROW)])
-    transaction.on_commit(events_wake)

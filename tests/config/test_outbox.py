@@ -13,6 +13,7 @@ from contacts.models import Contact
 from contacts.services import contact_update, contact_upsert
 from events.models import Event
 from events.services.system import emit_system_events
+from events.wake import events_wake
 
 pytestmark = pytest.mark.django_db
 
@@ -100,3 +101,18 @@ def test_events_written_together_are_the_rows_one_at_a_time_would_be(world, cloc
     assert (second.contact_id, second.email, second.external_id) == (None, None, "u-2")
     assert second.payload == {**one.payload, "n": 2}
     assert first.id != second.id
+
+
+def test_the_event_workers_are_woken_after_the_commit_of_recorded_events(
+    world, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        contact_upsert(project=world.project, email="a@example.com")
+    assert events_wake in callbacks
+
+
+def test_a_no_op_wakes_nothing(world, django_capture_on_commit_callbacks):
+    contact_upsert(project=world.project, email="a@example.com", fields={"a": 1})
+    with django_capture_on_commit_callbacks() as callbacks:
+        contact_upsert(project=world.project, email="a@example.com", fields={"a": 1})
+    assert events_wake not in callbacks

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench import keys
+from bench.standins import ApnsStandin, FcmStandin, WebPushStandin
 from tests.e2e.client import Api
 from tests.e2e.flows import publish_flows
 from tests.e2e.stack import MakeRunStack, ProductionStack, Stack, report
 from tests.messaging.smtp_server import SmtpServer
-from tests.pushproviders import keys
 from tests.pushproviders.sending import APNS_BUNDLE_ID, APNS_KEY_ID, APNS_TEAM_ID
-from tests.pushproviders.standins import ApnsStandin, FcmStandin, WebPushStandin
 
 TOPOLOGIES = {"make_run": MakeRunStack, "production": ProductionStack}
 

@@ -4,8 +4,8 @@ check what the real providers check)."""
 
 import secrets
 
+from bench import keys
 from tests.e2e.client import unique, until_value
-from tests.pushproviders import keys
 from tests.pushproviders.sending import APNS_BUNDLE_ID, APNS_KEY_ID, APNS_TEAM_ID
 
 

@@ -4,10 +4,10 @@ providers and installations of contacts."""
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench import keys
 from contacts.models import Contact
 from pushproviders.models import PushApp, PushInstallation, PushProvider
 from tests.contacts.factories import ContactFactory
-from tests.pushproviders import keys
 
 APNS_KEY_ID = "ABC123DEFG"
 APNS_TEAM_ID = "TEAM123456"

@@ -1,8 +1,8 @@
 import pytest
 from django.test import Client
 
+from bench import keys
 from config import secrets
-from tests.pushproviders import keys
 from tests.pushproviders.factories import (
     PushAppFactory,
     PushInstallationFactory,

@@ -6,11 +6,11 @@ import threading
 import pytest
 from django.db import connection
 
+from bench import keys
 from config import netguard
 from contacts.models import Contact
 from pushproviders.models import PushInstallation
 from tests.contacts.factories import ContactFactory
-from tests.pushproviders import keys
 from tests.pushproviders.conftest import NOT_PUBLIC_BY_THEMSELVES
 from tests.pushproviders.factories import PushAppFactory, PushInstallationFactory
 

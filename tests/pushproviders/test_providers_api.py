@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
+from bench import keys
 from config import netguard, secrets
 from pushproviders.models import PushProvider
-from tests.pushproviders import keys
 from tests.pushproviders.conftest import NOT_PUBLIC_BY_THEMSELVES
 from tests.pushproviders.factories import (
     PushAppFactory,

@@ -8,13 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench import keys
+from bench.standins import ApnsStandin, FcmStandin
 from messaging.models import CampaignRecipient
 from messaging.services.campaign_fanout import campaign_fanout_batch
 from pushproviders.models import PushDelivery, PushMessage
 from pushproviders.services.delivery import CAMPAIGN_CANCELED, push_deliver_batch
 from tests.contacts.audiences.factories import AudienceFactory, AudienceMembershipFactory
 from tests.messaging.factories_campaigns import console_action, reviewer
-from tests.pushproviders import keys
 from tests.pushproviders.sending import (
     APNS_BUNDLE_ID,
     APNS_KEY_ID,
@@ -22,7 +23,6 @@ from tests.pushproviders.sending import (
     PushWorld,
     push_world,
 )
-from tests.pushproviders.standins import ApnsStandin, FcmStandin
 
 pytestmark = pytest.mark.django_db
 

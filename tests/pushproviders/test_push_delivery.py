@@ -14,6 +14,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from bench import keys
+from bench.standins import ApnsStandin, FcmStandin, WebPushStandin
 from config.celery import app
 from events.models import Event
 from pushproviders.models import PushDelivery, PushInstallation, PushMessage
@@ -28,7 +30,6 @@ from pushproviders.services.delivery import (
 from pushproviders.tasks import deliver_push, sweep_push
 from tests.messaging.factories_templates import MessageTemplateFactory, TemplateVersionFactory
 from tests.processes import ROOT
-from tests.pushproviders import keys
 from tests.pushproviders.sending import (
     APNS_BUNDLE_ID,
     APNS_KEY_ID,
@@ -36,7 +37,6 @@ from tests.pushproviders.sending import (
     PushWorld,
     push_world,
 )
-from tests.pushproviders.standins import ApnsStandin, FcmStandin, WebPushStandin
 
 pytestmark = pytest.mark.django_db
 

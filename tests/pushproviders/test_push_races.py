@@ -5,14 +5,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench import keys
+from bench.standins import FcmStandin
 from events.models import Event
 from pushproviders.models import PushDelivery, PushMessage
 from pushproviders.services.delivery import push_deliver_due
 from tests.conftest import Api
 from tests.contacts.test_contacts_races import run_in_threads
-from tests.pushproviders import keys
 from tests.pushproviders.sending import push_world
-from tests.pushproviders.standins import FcmStandin
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

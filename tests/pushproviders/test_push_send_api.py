@@ -4,12 +4,12 @@ Delivery to the providers is tests/pushproviders/test_push_delivery.py."""
 
 import pytest
 
+from bench import keys
 from events.models import Event
 from pushproviders.models import PushDelivery, PushMessage
 from tests.api.test_envelopes import assert_error
 from tests.contacts.factories import ContactFactory
 from tests.messaging.factories_templates import MessageTemplateFactory, TemplateVersionFactory
-from tests.pushproviders import keys
 from tests.pushproviders.factories import PushAppFactory, PushInstallationFactory
 from tests.pushproviders.sending import push_world
 

@@ -2,9 +2,9 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.management import call_command
 
+from bench import keys
 from config import secrets
 from pushproviders.readiness import provider_readiness
-from tests.pushproviders import keys
 from tests.pushproviders.factories import PushProviderFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from bench import keys
+from bench.standins import ApnsStandin
 from pushproviders.readiness import ApnsCredentials
 from pushproviders.transports import PushPayload, PushSendError, PushTarget, apns, transport_open
 from pushproviders.transports.apns import ApnsTransport
-from tests.pushproviders import keys
-from tests.pushproviders.standins import ApnsStandin
 
 DEVICE = "a1" * 32
 OTHER_DEVICE = "b2" * 32

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from bench import keys
+from bench.standins import FcmStandin
 from pushproviders.credentials import service_account_from
 from pushproviders.readiness import FcmCredentials
 from pushproviders.transports import PushPayload, PushSendError, PushTarget, transport_open
 from pushproviders.transports.fcm import FcmTransport
-from tests.pushproviders import keys
-from tests.pushproviders.standins import FcmStandin
 
 DEVICE = "fcm-device-token-0001:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx"
 PAYLOAD = PushPayload(title="Order shipped", body="It is on its way.", data={"order": "42"})

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from bench import keys
+from bench.standins import BrowserSubscription, WebPushStandin
 from pushproviders.readiness import WebPushCredentials
 from pushproviders.transports import PushPayload, PushSendError, PushTarget, transport_open
 from pushproviders.transports.webpush import MAX_PLAINTEXT_BYTES, WebPushTransport, origin_of
-from tests.pushproviders import keys
-from tests.pushproviders.standins import BrowserSubscription, WebPushStandin
 
 PAYLOAD = PushPayload(title="Order shipped", body="It is on its way.", data={"order": "42"})
 SUBJECT = "mailto:push@shop.example.com"

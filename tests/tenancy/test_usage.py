@@ -8,6 +8,7 @@ import pytest
 
 from automations.services.advance import runs_advance_due
 from automations.services.triggers import triggers_forget_local
+from bench import keys
 from config import netguard
 from config.redisclient import redis_client
 from events.models import Event
@@ -33,7 +34,6 @@ from tests.automations.factories import AutomationFactory
 from tests.factories import PlanFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
 from tests.messaging.smtp_server import SmtpServer, smtp_server_for
-from tests.pushproviders import keys
 from tests.pushproviders.conftest import fake_resolve
 from tests.pushproviders.sending import push_world
 

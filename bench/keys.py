@@ -1,4 +1,4 @@
-"""Credentials for tests: real keys, made once per run (RSA generation is slow)."""
+"""Credentials for benchmarks and tests: real keys, made once per run (RSA generation is slow)."""
 
 import functools
 import json
