@@ -12,7 +12,7 @@ from celery.signals import (
     worker_process_init,
     worker_ready,
 )
-from kombu import Queue
+from kombu.entity import Queue
 
 from config.requestcontext import current_request_id, request_id_reset, request_id_set
 

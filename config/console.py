@@ -112,7 +112,7 @@ class ConsoleSite(admin.AdminSite):
             self._filter_by_project(self._registry[model])
 
     @staticmethod
-    def _filter_by_project(model_admin: admin.ModelAdmin) -> None:
+    def _filter_by_project(model_admin: "admin.ModelAdmin[Any]") -> None:
         """Every list of rows that belong to a project can be narrowed to one."""
         path = project_path(model_admin.model)
         if path is None:

@@ -173,7 +173,7 @@ class WorkQueue(Generic[T]):
     # The order a claimed batch is worked in (field names, ascending), and the related
     # rows its items load with them, once per batch (lookups or `Prefetch`es).
     order_by: tuple[str, ...] = ("next_attempt_at",)
-    prefetch_related: tuple[str | Prefetch, ...] = ()
+    prefetch_related: "tuple[str | Prefetch[Any, Any, Any], ...]" = ()
     # Whether a batch's transaction starts by locking its claimed rows again and checking
     # their token (so a row whose lease runs out while it is worked is not taken over), or
     # checks the token only in the done mark's conditional update. Keep it for work that

@@ -166,7 +166,7 @@ class SignedEmail(EmailMultiAlternatives):
     dkim_key: DkimKey | None = None
 
     def message(self, *, policy: Any = None) -> SafeMIMEText | SafeMIMEMultipart:
-        message = super().message()
+        message: SafeMIMEText | SafeMIMEMultipart = super().message()
         if self.dkim_key is None:
             return message
         signature = dkim_signature(message.as_bytes(linesep="\r\n"), self.dkim_key)

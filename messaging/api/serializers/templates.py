@@ -6,8 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
-from contacts.api.serializers import JsonObjectField, StrictCharField
+from config.api.serializers import JsonObjectField, StrictCharField, StrictSerializer
 from messaging.models.templates import Channel, VersionState
 
 # Bounds of what a template may hold (sources, before rendering).
