@@ -381,6 +381,8 @@ async def _through_manager(scope: dict[str, Any], body: bytes) -> ResponseParts:
             security_settings=_SECURITY,
         )
         async with manager.run():
+            # The ASGI callables are typed with dict messages; the MCP SDK declares
+            # MutableMapping, which a dict is, but Callable parameters are contravariant.
             await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
     finally:
         finished.set()

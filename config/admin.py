@@ -25,6 +25,7 @@ class CappedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
+        # The console's change lists paginate querysets only; the stub types any sliceable.
         return self.object_list.values("pk")[: COUNT_CAP + 1].count()  # type: ignore[attr-defined]
 
 

@@ -121,6 +121,7 @@ class ConsoleSite(admin.AdminSite):
         if any(isinstance(f, type) and issubclass(f, ProjectFilter) for f in filters):
             return
         # Per instance: the class may be shared (subclassed) by other admins.
+        # The stubs declare `list_filter` a ClassVar; setting it on the instance is the point.
         model_admin.list_filter = [project_filter_for(path), *filters]  # type: ignore[misc]
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:

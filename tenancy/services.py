@@ -47,6 +47,8 @@ def api_key_create(
         secret_hash=hash_secret(secret),
         project=project,
         all_projects=all_projects,
+        # The key's user is AUTH_USER_MODEL; callers pass an authenticated user as Django types
+        # it (AbstractBaseUser), which the field's stub narrows to User.
         user=user,  # type: ignore[misc]
         scopes=sorted(set(scopes) & ALL_SCOPES) if kind == KeyKind.PERSONAL else [],
         permission=permission,

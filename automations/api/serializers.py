@@ -203,6 +203,8 @@ class TestRunCreateSerializer(StrictSerializer):
     email = EmailMemberField(required=False)
     contact_id = serializers.UUIDField(required=False)
     payload = JsonObjectField(required=False)
+    # With many=True DRF builds a ListSerializer, which takes max_length; the stub types
+    # the child's constructor.
     events = TestRunEventSerializer(  # type: ignore[call-arg]
         many=True, required=False, max_length=100
     )

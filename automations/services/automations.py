@@ -34,6 +34,7 @@ CONTENT_FIELDS = ("definition", "editor_layout")
 
 def stamped_save(instance: Model, fields: list[str]) -> None:
     """Saves `fields` and `updated_at`, stamped by the service clock (which tests move)."""
+    # Every model passed here has `updated_at` (callers: Automation, its versions).
     instance.updated_at = clock.now()  # type: ignore[attr-defined]
     instance.save(update_fields=[*fields, "updated_at"])
 

@@ -36,6 +36,7 @@ class EnvelopeRenderer(JSONRenderer):
 def enveloped(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
     """A response whose body is already a complete envelope (errors, lists)."""
     response = Response(body, status=status, headers=headers)
+    # A marker Response does not declare; EnvelopeRenderer.render reads it with getattr.
     response.enveloped = True  # type: ignore[attr-defined]
     return response
 

@@ -39,4 +39,5 @@ class MethodBeforeNegotiation:
         method = (request.method or "").lower()
         if method not in self.http_method_names or not hasattr(self, method):
             raise MethodNotAllowed(request.method or "")
+        # A mixin: the APIView it is mixed into defines initial.
         super().initial(request, *args, **kwargs)  # type: ignore[misc]

@@ -20,6 +20,7 @@ class _EnvelopeErrors:
         if response.status_code >= 400 or request.method == "OPTIONS":
             request.accepted_renderer = EnvelopeRenderer()
             request.accepted_media_type = EnvelopeRenderer.media_type
+        # A mixin: the view class it is mixed into defines finalize_response.
         return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
 
 

@@ -86,6 +86,8 @@ class EnvelopeAutoSchema(AutoSchema):
                 unique.append(requirement)
         return unique
 
+    # drf-spectacular's AutoSchema calls get_description() without arguments; the stub
+    # types DRF's older ViewInspector signature (path, method).
     def get_description(self) -> str:  # type: ignore[override]
         # The method's docstring, else the view's own: a base class's docstring describes
         # the code (ProjectView), not the operation.

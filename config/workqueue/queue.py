@@ -558,9 +558,12 @@ class WorkQueue(Generic[T]):
     def _per_item(self, name: str, value: PerItem) -> Case:
         column = self.model._meta.get_field(name)
         if column.is_relation:
+            # A relation named here is a forward foreign key (a column of this table), whose column
+            # is its target's; get_field's union also holds reverse and generic relations.
             column = column.target_field  # type: ignore[union-attr]
         return Case(
             *[When(pk=pk, then=Value(each)) for pk, each in value.values.items()],
+            # A concrete Field by the same reasoning as above.
             output_field=column,  # type: ignore[arg-type]
         )
 

@@ -68,6 +68,8 @@ class EventSubmissionSerializer(StrictSerializer):
 
 
 class EventBatchSerializer(StrictSerializer):
+    # With many=True DRF builds a ListSerializer, which takes min_length and max_length;
+    # the stub types the child's constructor.
     events = EventSubmissionSerializer(  # type: ignore[call-arg]
         many=True,
         min_length=1,
@@ -112,6 +114,8 @@ class EventBatchResultSerializer(serializers.Serializer):
 class EventTypeSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     event = serializers.CharField()
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Field.source; the stubs cannot see that.
     source = serializers.ChoiceField(choices=EventSource.choices)  # type: ignore[assignment]
     schema_hint = serializers.CharField(help_text='JSON string, e.g. `{"total":"number"}`.')
     contains_pii = serializers.BooleanField()

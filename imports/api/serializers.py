@@ -149,6 +149,8 @@ class ImportChangesSerializer(serializers.Serializer):
 class ImportSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=ImportStatus.choices)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Field.source; the stubs cannot see that.
     source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=ImportSource.choices
     )

@@ -194,5 +194,6 @@ def with_stats(campaigns: Sequence[Campaign]) -> list[Campaign]:
     """The campaigns, each with `stats` set (what every campaign answer shows)."""
     stats = campaign_stats(campaigns=campaigns)
     for campaign in campaigns:
+        # Computed per answer, not a column: an attribute Campaign does not declare.
         campaign.stats = stats[campaign.pk]  # type: ignore[attr-defined]
     return list(campaigns)

@@ -261,6 +261,8 @@ class PushSendSerializer(StrictSerializer):
     template_id = serializers.UUIDField(required=False)
     title = StrictCharField(required=False, min_length=1, max_length=2000, trim_whitespace=False)
     body = StrictCharField(required=False, min_length=1, max_length=10_000, trim_whitespace=False)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = PushDataField(required=False)  # type: ignore[assignment]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -294,6 +296,8 @@ class PushMessageSerializer(serializers.Serializer):
     template_id = serializers.UUIDField(allow_null=True)
     title = serializers.CharField(allow_null=True)
     body = serializers.CharField(allow_null=True)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = serializers.DictField(child=serializers.CharField())  # type: ignore[assignment]
     status = serializers.ChoiceField(choices=PushMessageStatus.choices)
     deliveries = PushDeliverySerializer(many=True, source="deliveries_in_order")

@@ -53,6 +53,8 @@ class EmailCreateSerializer(StrictSerializer):
     html = StrictCharField(required=False, max_length=2_000_000, trim_whitespace=False)
     text = StrictCharField(required=False, max_length=2_000_000, trim_whitespace=False)
     template_id = serializers.UUIDField(required=False)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = JsonObjectField(required=False)  # type: ignore[assignment]
     contact_id = serializers.UUIDField(required=False)
     tags = serializers.ListField(
@@ -93,6 +95,8 @@ class EmailSerializer(serializers.Serializer):
 class TemplateTestSerializer(StrictSerializer):
     to = StrictCharField(required=False, max_length=320)
     installation_id = serializers.UUIDField(required=False)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = JsonObjectField(required=False)  # type: ignore[assignment]
     contact_id = serializers.UUIDField(required=False)
 

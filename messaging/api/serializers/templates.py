@@ -107,6 +107,8 @@ class _TemplateContentSerializer(StrictSerializer):
     text = TemplateTextField(max_length=MAX_TEXT)
     title = TemplateTextField(max_length=MAX_TITLE)
     body = TemplateTextField(max_length=MAX_BODY)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = PushDataField()  # type: ignore[assignment]
 
     def get_fields(self) -> dict[str, serializers.Field]:
@@ -152,6 +154,8 @@ class PreviewEventSerializer(StrictSerializer):
 
 
 class TemplatePreviewSerializer(StrictSerializer):
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = JsonObjectField(required=False)  # type: ignore[assignment]
     contact_id = serializers.UUIDField(required=False)
     event = PreviewEventSerializer(required=False)
@@ -188,6 +192,8 @@ class TemplateVersionSerializer(serializers.Serializer):
     text = serializers.CharField(allow_null=True)
     title = serializers.CharField(allow_null=True)
     body = serializers.CharField(allow_null=True)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]
     restored_from_version_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -203,6 +209,8 @@ class RenderedEmailSerializer(serializers.Serializer):
 class RenderedPushSerializer(serializers.Serializer):
     title = serializers.CharField(allow_null=True)
     body = serializers.CharField(allow_null=True)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]
 
 
