@@ -1,7 +1,7 @@
 """The test suite: PostgreSQL and Redis on 127.0.0.1 unless the environment says otherwise."""
 
 from config.settings import connections
-from config.settings.base import *  # noqa: F403
+from config.settings.base import *  # noqa: F403 (each environment extends every base setting)
 from config.settings.base import env
 
 _urls = connections.urls(

@@ -238,6 +238,7 @@ class WorkQueue(Generic[T]):
         table, pk = quote(meta.db_table), quote(meta.pk.column)
         column = {name: quote(self._column(name)) for name in _KIT_COLUMNS}
         claim = (
+            # S608: names from the model.
             f"WITH picked AS (SELECT {pk} FROM {table} WHERE {{where}} "  # noqa: S608
             f"ORDER BY {{order}} LIMIT %s FOR UPDATE SKIP LOCKED) "
             f"UPDATE {table} SET {column['status']} = %s, "

@@ -42,6 +42,7 @@ _INSERT_MANY = (
     f"{_ON_CONFLICT} RETURNING id"
 )
 _SELECT_KEYED = (
+    # S608: constants only.
     f"SELECT id, idempotency_key, event, status, created_at FROM {_TABLE} "  # noqa: S608
     "WHERE project_id = %s AND idempotency_key = ANY(%s)"
 )

@@ -108,6 +108,7 @@ def campaign_audience_counts(campaign: Campaign) -> AudienceCounts:
     # the outer reference of the suppression check.
     with connection.cursor() as cursor:
         cursor.execute(
+            # S608: the ORM's own SQL.
             "SELECT count(*) FILTER (WHERE topic_subscribed AND NOT unreachable), "  # noqa: S608
             "count(*) FILTER (WHERE NOT topic_subscribed OR unreachable) "
             f"FROM ({sql}) AS candidates",
