@@ -30,7 +30,8 @@ class EnvelopeRenderer(JSONRenderer):
             return orjson.dumps(data, default=_fallback, option=_ORJSON_OPTIONS)
         except (TypeError, orjson.JSONEncodeError):
             # Beyond orjson (integers over 64 bits): the standard encoder writes them.
-            return super().render(data, accepted_media_type, renderer_context)
+            rendered: bytes = super().render(data, accepted_media_type, renderer_context)
+            return rendered
 
 
 def enveloped(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:

@@ -24,7 +24,10 @@ class JsonFirstNegotiation(DefaultContentNegotiation):
             first: Any = renderers[0]
             if first.media_type == "application/json" or accept != "application/json":
                 return first, first.media_type
-        return super().select_renderer(request, renderers, format_suffix)
+        chosen: tuple[BaseRenderer, str] = super().select_renderer(
+            request, renderers, format_suffix
+        )
+        return chosen
 
 
 class MethodBeforeNegotiation:

@@ -21,7 +21,8 @@ class _EnvelopeErrors:
             request.accepted_renderer = EnvelopeRenderer()
             request.accepted_media_type = EnvelopeRenderer.media_type
         # A mixin: the view class it is mixed into defines finalize_response.
-        return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+        final: Response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+        return final
 
 
 class OpenApiView(MethodBeforeNegotiation, _EnvelopeErrors, SpectacularJSONAPIView):
