@@ -26,7 +26,7 @@ class ContactFieldsField(JsonObjectField):
         return value
 
 
-class ContactSerializer(serializers.Serializer):
+class ContactSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     email = serializers.CharField(allow_null=True)
     external_id = serializers.CharField(allow_null=True)

@@ -7,7 +7,7 @@ from contacts.topics.models import SubscriptionSource, SubscriptionStatus
 from contacts.topics.selectors import TopicStatus
 
 
-class TopicSerializer(serializers.Serializer):
+class TopicSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     name = serializers.CharField()
     description = serializers.CharField(allow_null=True)
@@ -37,7 +37,7 @@ class TopicUpdateSerializer(StrictSerializer):
         return attrs
 
 
-class TopicStatusSerializer(serializers.Serializer):
+class TopicStatusSerializer(serializers.Serializer[Any]):
     """A contact's status for one topic; `source` and `changed_at` are null while the
     topic's default applies."""
 

@@ -111,7 +111,7 @@ class _TemplateContentSerializer(StrictSerializer):
     # replace Serializer.data; the stubs cannot see that.
     data = PushDataField()  # type: ignore[assignment]
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         # `from` is a Python keyword: declared here, stored as `from_email`.
         fields["from"] = FromAddressField(source="from_email")
@@ -162,7 +162,7 @@ class TemplatePreviewSerializer(StrictSerializer):
     version_id = serializers.UUIDField(required=False)
 
 
-class TemplateSerializer(serializers.Serializer):
+class TemplateSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     name = serializers.CharField()
     channel = serializers.ChoiceField(choices=Channel.choices)
@@ -172,9 +172,9 @@ class TemplateSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     deleted_at = serializers.DateTimeField(allow_null=True)
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         # `from` (a Python keyword) goes right after `channel`.
-        fields: dict[str, serializers.Field] = {}
+        fields: dict[str, serializers.Field[Any, Any, Any, Any]] = {}
         for name, field in super().get_fields().items():
             fields[name] = field
             if name == "channel":
@@ -182,7 +182,7 @@ class TemplateSerializer(serializers.Serializer):
         return fields
 
 
-class TemplateVersionSerializer(serializers.Serializer):
+class TemplateVersionSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     template_id = serializers.UUIDField()
     version_number = serializers.IntegerField()
@@ -200,13 +200,13 @@ class TemplateVersionSerializer(serializers.Serializer):
     published_at = serializers.DateTimeField(allow_null=True)
 
 
-class RenderedEmailSerializer(serializers.Serializer):
+class RenderedEmailSerializer(serializers.Serializer[Any]):
     subject = serializers.CharField(allow_null=True)
     html = serializers.CharField(allow_null=True)
     text = serializers.CharField(allow_null=True)
 
 
-class RenderedPushSerializer(serializers.Serializer):
+class RenderedPushSerializer(serializers.Serializer[Any]):
     title = serializers.CharField(allow_null=True)
     body = serializers.CharField(allow_null=True)
     # SerializerMetaclass moves declared fields out of the class, so this field does not
@@ -214,7 +214,7 @@ class RenderedPushSerializer(serializers.Serializer):
     data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]
 
 
-class TemplatePreviewResultSerializer(serializers.Serializer):
+class TemplatePreviewResultSerializer(serializers.Serializer[Any]):
     """`rendered` holds subject, html and text (email) or title, body and data (push)."""
 
     rendered = serializers.JSONField()
