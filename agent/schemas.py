@@ -58,7 +58,9 @@ def openapi_document() -> dict[str, Any]:
 
 class _Builder:
     def __init__(self, document: dict[str, Any]) -> None:
-        self.components: dict[str, Any] = document.get("components", {}).get("schemas", {})
+        self.components: dict[str, dict[str, Any]] = document.get("components", {}).get(
+            "schemas", {}
+        )
         self.defs: dict[str, Any] = {}
 
     def component(self, ref: str) -> dict[str, Any]:
@@ -107,7 +109,8 @@ class _Builder:
 
         for name, definition in own_defs.items():
             self.defs[f"{prefix}.{name}"] = rewrite(definition)
-        return rewrite(schema)
+        embedded: dict[str, Any] = rewrite(schema)
+        return embedded
 
 
 def _described(schema: dict[str, Any], description: str | None) -> dict[str, Any]:

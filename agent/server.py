@@ -18,7 +18,7 @@ import logging
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -363,7 +363,7 @@ async def _through_manager(scope: dict[str, Any], body: bytes) -> ResponseParts:
         await finished.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         nonlocal status, headers
         if message["type"] == "http.response.start":
             status = message["status"]
@@ -381,7 +381,7 @@ async def _through_manager(scope: dict[str, Any], body: bytes) -> ResponseParts:
             security_settings=_SECURITY,
         )
         async with manager.run():
-            await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
+            await manager.handle_request(scope, receive, send)
     finally:
         finished.set()
         # Answered or failed: the thread stops turning the loop (see `serve`).

@@ -210,6 +210,7 @@ class Server:
                 raise RuntimeError(f"the server exited; see {self.logfile}")
             with (
                 contextlib.suppress(OSError),
+                # S310: the local bench server.
                 urllib.request.urlopen(f"{self.base_url}/health", timeout=2) as response,  # noqa: S310
             ):
                 if response.status == 200:

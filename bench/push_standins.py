@@ -46,6 +46,8 @@ class CountingFcm(FcmStandin):
         self.arrivals = arrivals
         # The handler writes the head and the body apart: with Nagle's algorithm the body
         # waits for the client's delayed ACK (40 ms), which would be all the bench measured.
+        # The stub types RequestHandlerClass as a callable, not the StreamRequestHandler
+        # class whose flag this sets.
         self.server.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
 
     def handle(self, path: str, headers: Any, body: bytes) -> tuple[int, dict[str, str], bytes]:

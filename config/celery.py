@@ -2,6 +2,7 @@
 
 import gc
 import os
+from contextvars import Token
 from typing import Any
 
 from celery import Celery
@@ -12,7 +13,7 @@ from celery.signals import (
     worker_process_init,
     worker_ready,
 )
-from kombu import Queue
+from kombu.entity import Queue
 
 from config.requestcontext import current_request_id, request_id_reset, request_id_set
 
@@ -138,7 +139,7 @@ app.autodiscover_tasks()
 # served, and is bound while the task runs: its log lines carry the id of the request
 # that caused it.
 REQUEST_ID_HEADER = "request_id"
-_bound: dict[str, object] = {}
+_bound: dict[str, Token[str | None]] = {}
 
 
 @before_task_publish.connect

@@ -112,7 +112,7 @@ class ConsoleSite(admin.AdminSite):
             self._filter_by_project(self._registry[model])
 
     @staticmethod
-    def _filter_by_project(model_admin: admin.ModelAdmin) -> None:
+    def _filter_by_project(model_admin: "admin.ModelAdmin[Any]") -> None:
         """Every list of rows that belong to a project can be narrowed to one."""
         path = project_path(model_admin.model)
         if path is None:
@@ -121,6 +121,7 @@ class ConsoleSite(admin.AdminSite):
         if any(isinstance(f, type) and issubclass(f, ProjectFilter) for f in filters):
             return
         # Per instance: the class may be shared (subclassed) by other admins.
+        # The stubs declare `list_filter` a ClassVar; setting it on the instance is the point.
         model_admin.list_filter = [project_filter_for(path), *filters]  # type: ignore[misc]
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:

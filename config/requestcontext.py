@@ -6,7 +6,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 
 _request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 
@@ -35,11 +35,11 @@ def request_id_bound(request_id: str | None) -> Iterator[None]:
         _request_id.reset(token)
 
 
-def request_id_set(request_id: str | None) -> object:
+def request_id_set(request_id: str | None) -> Token[str | None]:
     """Binds `request_id` until `request_id_reset(token)` (signal pairs such as Celery's
     task_prerun and task_postrun)."""
     return _request_id.set(request_id)
 
 
-def request_id_reset(token: object) -> None:
-    _request_id.reset(token)  # type: ignore[arg-type]
+def request_id_reset(token: Token[str | None]) -> None:
+    _request_id.reset(token)

@@ -118,6 +118,7 @@ async def read_body(proto: Any, *, declared: int | None, limit: int, pause: floa
     if declared is not None and declared > limit:
         raise BodyTooLarge
     # The caller closes it once the request is answered.
+    # SIM115: the caller closes it, so no with block.
     body = tempfile.SpooledTemporaryFile(max_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)  # noqa: SIM115
     size = 0
     chunks = proto.__aiter__()

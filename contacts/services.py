@@ -452,6 +452,7 @@ def contacts_lock_active(
         return {}
     with binary_cursor() as cursor:
         cursor.execute(
+            # S608: the model's table name.
             f"SELECT id, email, external_id FROM {Contact._meta.db_table} "  # noqa: S608
             "WHERE project_id = %b AND id = ANY(%b) AND deleted_at IS NULL "
             "ORDER BY id FOR UPDATE",

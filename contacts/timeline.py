@@ -6,6 +6,7 @@ changes), newest first, a page at a time. Each family contributes through
 import datetime as dt
 from dataclasses import dataclass
 
+from django.db.models import Model
 from django.urls import NoReverseMatch, reverse
 
 from contacts.hooks import timeline_sources
@@ -73,10 +74,10 @@ def contact_timeline(
     return TimelinePage(entries=page, next_before=last.at, next_key=f"{last.kind}:{last.key}")
 
 
-def admin_change_url(obj: object) -> str | None:
+def admin_change_url(obj: Model) -> str | None:
     """The console page of a row, when its model has one."""
-    meta = obj._meta  # type: ignore[attr-defined]
+    meta = obj._meta
     try:
-        return reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[obj.pk])  # type: ignore[attr-defined]
+        return reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[obj.pk])
     except NoReverseMatch:
         return None

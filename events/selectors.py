@@ -20,6 +20,7 @@ _UNPROCESSED = ", ".join(f"'{status}'" for status in UNPROCESSED_STATUSES)
 # that name accepted in it, oldest first (the contact's index). Only the model's names and
 # constants are formatted in.
 _IN_WINDOWS = (
+    # S608: names and constants only.
     "SELECT w.n, e.pending, e.id, e.payload FROM unnest(%b::uuid[], %b::uuid[], "  # noqa: S608
     "%b::text[], %b::timestamptz[], %b::timestamptz[]) WITH ORDINALITY "
     "AS w(project_id, contact_id, event, opened, deadline, n) CROSS JOIN LATERAL ("

@@ -293,7 +293,7 @@ def main() -> int:
     services_file: Path | None = None
     try:
         # Held for the launcher's life: a second make run on the same data stops here.
-        lock = (  # noqa: F841
+        _lock = (
             embedded_services.claim(run_dir)
             if not all(env.get(name) for name in URL_NAMES)
             else None

@@ -34,7 +34,8 @@ def cached(name: str, load: Callable[[], T | None]) -> T | None:
     now = time.monotonic()
     hit = _local.get(name)
     if hit is not None and hit[0] > now:
-        return hit[1]
+        kept: T = hit[1]
+        return kept
     value = load()
     if value is None:
         return None

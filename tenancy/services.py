@@ -4,7 +4,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from config import clock
@@ -31,7 +31,7 @@ def api_key_create(
     project: Project | None = None,
     projects: Iterable[Project] = (),
     all_projects: bool = False,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     scopes: Iterable[str] = (),
     permission: str = Permission.FULL_ACCESS,
     grants: Mapping[Project, Iterable[str]] | None = None,
@@ -47,7 +47,7 @@ def api_key_create(
         secret_hash=hash_secret(secret),
         project=project,
         all_projects=all_projects,
-        user=user,  # type: ignore[misc]
+        user=user,
         scopes=sorted(set(scopes) & ALL_SCOPES) if kind == KeyKind.PERSONAL else [],
         permission=permission,
     )

@@ -186,6 +186,7 @@ def _script(client: redis.Redis, source: str) -> Any:
 
 _COLUMNS = ", ".join(METERS)
 _UPSERT = (
+    # S608: names from the model.
     f"INSERT INTO {UsageDay._meta.db_table} (project_id, date, {_COLUMNS}) "  # noqa: S608
     f"VALUES (%s, %s, {', '.join(['%s'] * len(METERS))}) "
     "ON CONFLICT (project_id, date) DO UPDATE SET "

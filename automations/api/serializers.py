@@ -61,7 +61,7 @@ class AutomationUpdateSerializer(StrictSerializer):
         return attrs
 
 
-class AutomationSerializer(serializers.Serializer):
+class AutomationSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     name = serializers.CharField()
     description = serializers.CharField(allow_null=True)
@@ -73,7 +73,7 @@ class AutomationSerializer(serializers.Serializer):
     deleted_at = serializers.DateTimeField(allow_null=True)
 
 
-class AutomationVersionSerializer(serializers.Serializer):
+class AutomationVersionSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     automation_id = serializers.UUIDField()
     version_number = serializers.IntegerField()
@@ -86,7 +86,7 @@ class AutomationVersionSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class RunCountsSerializer(serializers.Serializer):
+class RunCountsSerializer(serializers.Serializer[Any]):
     """Live runs of the automation by status (test runs are not counted)."""
 
     pending = serializers.IntegerField()
@@ -111,12 +111,12 @@ class AutomationDetailSerializer(AutomationSerializer):
         }
 
 
-class CorrelationSerializer(serializers.Serializer):
+class CorrelationSerializer(serializers.Serializer[Any]):
     key = serializers.CharField()
     value = serializers.CharField()
 
 
-class RunStepSerializer(serializers.Serializer):
+class RunStepSerializer(serializers.Serializer[Any]):
     key = serializers.CharField(source="step_key")
     type = serializers.ChoiceField(choices=StepType.choices)
     status = serializers.ChoiceField(choices=StepStatus.choices)
@@ -140,7 +140,7 @@ class RunStepSerializer(serializers.Serializer):
     )
 
 
-class RunWaitSerializer(serializers.Serializer):
+class RunWaitSerializer(serializers.Serializer[Any]):
     step_key = serializers.CharField()
     event = serializers.CharField(allow_null=True)
     correlation = CorrelationSerializer(allow_null=True)
@@ -149,7 +149,7 @@ class RunWaitSerializer(serializers.Serializer):
     matched_event_id = serializers.UUIDField(allow_null=True)
 
 
-class AutomationRunSerializer(serializers.Serializer):
+class AutomationRunSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     automation_id = serializers.UUIDField()
     automation_version_id = serializers.UUIDField(source="version_id")
@@ -203,6 +203,8 @@ class TestRunCreateSerializer(StrictSerializer):
     email = EmailMemberField(required=False)
     contact_id = serializers.UUIDField(required=False)
     payload = JsonObjectField(required=False)
+    # With many=True DRF builds a ListSerializer, which takes max_length; the stub types
+    # the child's constructor.
     events = TestRunEventSerializer(  # type: ignore[call-arg]
         many=True, required=False, max_length=100
     )

@@ -71,7 +71,7 @@ def _contains(container: Any, item: Any) -> bool:
 
 def comparison_holds(comparison: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
     actual = resolve_path(comparison["path"], facts)
-    op = comparison["op"]
+    op: str = comparison["op"]
     if op == "exists":
         wanted = comparison.get("value", True)
         return (actual is not _ABSENT) is bool(wanted)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max, Model
+from django.db.models import Max
 
 from automations.definition.validation import definition_check
 from automations.errors import AutomationArchived
@@ -32,9 +32,9 @@ MAX_EDITOR_LAYOUT_BYTES = 1024 * 1024
 CONTENT_FIELDS = ("definition", "editor_layout")
 
 
-def stamped_save(instance: Model, fields: list[str]) -> None:
+def stamped_save(instance: Automation | AutomationVersion, fields: list[str]) -> None:
     """Saves `fields` and `updated_at`, stamped by the service clock (which tests move)."""
-    instance.updated_at = clock.now()  # type: ignore[attr-defined]
+    instance.updated_at = clock.now()
     instance.save(update_fields=[*fields, "updated_at"])
 
 

@@ -91,6 +91,7 @@ def _template_issues(project: Project, refs: tuple[TemplateRef, ...]) -> list[Is
                     f"{template.channel}.",
                 )
             )
+        # An annotation of template_list (messaging's selector), invisible to the plugin.
         elif template.published_version_id is None:  # type: ignore[attr-defined]
             issues.append(
                 Issue(

@@ -4,6 +4,9 @@ on their own (a long run keeps only its recent ones). A run in progress and an o
 are never touched. Bounded batches, like events retention."""
 
 import datetime as dt
+from typing import Any
+
+from django.db.models import Model, QuerySet
 
 from automations.models import (
     FINISHED_RUN_STATUSES,
@@ -19,12 +22,12 @@ PURGE_BATCH = 2000
 PURGE_MAX_ROWS_PER_RUN = 50_000
 
 
-def _purge(queryset_ids: object, model: type, *, limit: int) -> int:
-    ids = list(queryset_ids[:limit])  # type: ignore[index]
+def _purge(queryset_ids: QuerySet[Any, Any], model: type[Model], *, limit: int) -> int:
+    ids = list(queryset_ids[:limit])
     if not ids:
         return 0
-    _, per_model = model._default_manager.filter(id__in=ids).delete()  # type: ignore[attr-defined]
-    return int(per_model.get(model._meta.label, 0))  # type: ignore[attr-defined]
+    _, per_model = model._default_manager.filter(id__in=ids).delete()
+    return int(per_model.get(model._meta.label, 0))
 
 
 def runs_purge_expired(

@@ -54,8 +54,10 @@ from tenancy.usage import usage_record
 logger = logging.getLogger(__name__)
 
 _STAMP_TABLE = connection.ops.quote_name(TriggerStamp._meta.db_table)
+# S608: the table name is the model's own.
 _STAMPS_READ = f"SELECT project_id, stamp FROM {_STAMP_TABLE} WHERE project_id = ANY(%s)"  # noqa: S608
 _STAMP_WRITE = (
+    # S608: the table name is the model's own.
     f"INSERT INTO {_STAMP_TABLE} (project_id, stamp) VALUES (%s, %s) "  # noqa: S608
     "ON CONFLICT (project_id) DO UPDATE SET stamp = EXCLUDED.stamp"
 )
@@ -393,6 +395,7 @@ def jobs_due(*, run_ids: list[Any], now: Any) -> None:
     table = connection.ops.quote_name(RunJob._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
+            # S608: the table name is the model's own.
             f"UPDATE {table} SET status = %s, next_attempt_at = %s, attempts = 0 "  # noqa: S608
             f"WHERE run_id IN (SELECT run_id FROM {table} WHERE run_id = ANY(%s) "
             "AND status <> %s FOR UPDATE SKIP LOCKED)",

@@ -30,12 +30,14 @@ class EnvelopeRenderer(JSONRenderer):
             return orjson.dumps(data, default=_fallback, option=_ORJSON_OPTIONS)
         except (TypeError, orjson.JSONEncodeError):
             # Beyond orjson (integers over 64 bits): the standard encoder writes them.
-            return super().render(data, accepted_media_type, renderer_context)
+            rendered: bytes = super().render(data, accepted_media_type, renderer_context)
+            return rendered
 
 
 def enveloped(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
     """A response whose body is already a complete envelope (errors, lists)."""
     response = Response(body, status=status, headers=headers)
+    # A marker Response does not declare; EnvelopeRenderer.render reads it with getattr.
     response.enveloped = True  # type: ignore[attr-defined]
     return response
 

@@ -24,7 +24,10 @@ class JsonFirstNegotiation(DefaultContentNegotiation):
             first: Any = renderers[0]
             if first.media_type == "application/json" or accept != "application/json":
                 return first, first.media_type
-        return super().select_renderer(request, renderers, format_suffix)
+        chosen: tuple[BaseRenderer, str] = super().select_renderer(
+            request, renderers, format_suffix
+        )
+        return chosen
 
 
 class MethodBeforeNegotiation:
@@ -39,4 +42,5 @@ class MethodBeforeNegotiation:
         method = (request.method or "").lower()
         if method not in self.http_method_names or not hasattr(self, method):
             raise MethodNotAllowed(request.method or "")
+        # A mixin: the APIView it is mixed into defines initial.
         super().initial(request, *args, **kwargs)  # type: ignore[misc]

@@ -4,7 +4,7 @@ import datetime as dt
 import hashlib
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core import signing
 from django.db.models import Model, Q, QuerySet
@@ -14,6 +14,8 @@ from rest_framework.serializers import BaseSerializer
 
 from config.api.envelope import enveloped
 from config.api.errors import Issue, ValidationFailed
+
+_Row = TypeVar("_Row", bound=Model)
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -66,7 +68,7 @@ def parse_limit(request: Request) -> int:
 
 
 def _serialized(
-    serialize: type[BaseSerializer[Any]] | Callable[[Sequence[Model]], Any], rows: list[Any]
+    serialize: type[BaseSerializer[Any]] | Callable[[Sequence[_Row]], Any], rows: list[_Row]
 ) -> Any:
     if isinstance(serialize, type):  # a serializer class; functions are not types
         return serialize(rows, many=True).data
@@ -75,8 +77,8 @@ def _serialized(
 
 def paginate(
     request: Request,
-    queryset: QuerySet[Any],
-    serialize: type[BaseSerializer[Any]] | Callable[[Sequence[Model]], Any],
+    queryset: QuerySet[_Row],
+    serialize: type[BaseSerializer[Any]] | Callable[[Sequence[_Row]], Any],
 ) -> Response:
     """One page of `queryset` as a list envelope with `metadata` (docs/API.md, Foundation).
 
@@ -100,7 +102,9 @@ def paginate(
     rows = list(page_qs[: limit + 1])
     has_more = len(rows) > limit
     rows = rows[:limit]
-    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].pk, scope=scope) if has_more else None
+    # Every paginated model has `created_at` (the order above), which Model does not declare.
+    last: Any = rows[-1] if has_more else None
+    next_cursor = encode_cursor(last.created_at, last.pk, scope=scope) if has_more else None
     body = {
         "status": 200,
         "data": _serialized(serialize, rows),

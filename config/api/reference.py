@@ -20,7 +20,9 @@ class _EnvelopeErrors:
         if response.status_code >= 400 or request.method == "OPTIONS":
             request.accepted_renderer = EnvelopeRenderer()
             request.accepted_media_type = EnvelopeRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+        # A mixin: the view class it is mixed into defines finalize_response.
+        final: Response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+        return final
 
 
 class OpenApiView(MethodBeforeNegotiation, _EnvelopeErrors, SpectacularJSONAPIView):

@@ -20,7 +20,7 @@ def at_least_one_member() -> dict[str, Any]:
     return {"minProperties": 1}
 
 
-class StrictSerializer(serializers.Serializer):
+class StrictSerializer(serializers.Serializer[Any]):
     """Rejects members it does not declare, so a misspelt field is an error, not a no-op.
 
     Unknown members are reported together with the declared fields' own problems, so one
@@ -99,27 +99,27 @@ class JsonObjectField(serializers.JSONField):
         return value
 
 
-class ErrorIssueSerializer(serializers.Serializer):
+class ErrorIssueSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     path = serializers.CharField()
     message = serializers.CharField()
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     message = serializers.CharField()
     details = serializers.CharField()
     issues = ErrorIssueSerializer(many=True)
 
 
-class ErrorEnvelopeSerializer(serializers.Serializer):
+class ErrorEnvelopeSerializer(serializers.Serializer[Any]):
     """Every 4xx and 5xx answer."""
 
     status = serializers.IntegerField()
     error = ErrorSerializer()
 
 
-class ListMetadataSerializer(serializers.Serializer):
+class ListMetadataSerializer(serializers.Serializer[Any]):
     total = serializers.IntegerField()
     items = serializers.IntegerField()
     limit = serializers.IntegerField()

@@ -1,7 +1,7 @@
 """Local development: `make run`, and the commands run beside it."""
 
 from config.settings import connections
-from config.settings.base import *  # noqa: F403
+from config.settings.base import *  # noqa: F403 (each environment extends every base setting)
 from config.settings.base import BASE_DIR, env
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)

@@ -2,7 +2,7 @@
 
 from config.secrets import keys_parsed
 from config.settings import connections
-from config.settings.base import *  # noqa: F403
+from config.settings.base import *  # noqa: F403 (each environment extends every base setting)
 from config.settings.base import env
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")

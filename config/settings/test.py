@@ -4,7 +4,7 @@ import os
 from urllib.parse import urlsplit, urlunsplit
 
 from config.settings import connections
-from config.settings.base import *  # noqa: F403
+from config.settings.base import *  # noqa: F403 (each environment extends every base setting)
 from config.settings.base import env
 
 _urls = connections.urls(

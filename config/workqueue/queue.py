@@ -173,7 +173,7 @@ class WorkQueue(Generic[T]):
     # The order a claimed batch is worked in (field names, ascending), and the related
     # rows its items load with them, once per batch (lookups or `Prefetch`es).
     order_by: tuple[str, ...] = ("next_attempt_at",)
-    prefetch_related: tuple[str | Prefetch, ...] = ()
+    prefetch_related: "tuple[str | Prefetch[Any, Any, Any], ...]" = ()
     # Whether a batch's transaction starts by locking its claimed rows again and checking
     # their token (so a row whose lease runs out while it is worked is not taken over), or
     # checks the token only in the done mark's conditional update. Keep it for work that
@@ -238,6 +238,7 @@ class WorkQueue(Generic[T]):
         table, pk = quote(meta.db_table), quote(meta.pk.column)
         column = {name: quote(self._column(name)) for name in _KIT_COLUMNS}
         claim = (
+            # S608: names from the model.
             f"WITH picked AS (SELECT {pk} FROM {table} WHERE {{where}} "  # noqa: S608
             f"ORDER BY {{order}} LIMIT %s FOR UPDATE SKIP LOCKED) "
             f"UPDATE {table} SET {column['status']} = %s, "
@@ -558,9 +559,12 @@ class WorkQueue(Generic[T]):
     def _per_item(self, name: str, value: PerItem) -> Case:
         column = self.model._meta.get_field(name)
         if column.is_relation:
+            # A relation named here is a forward foreign key (a column of this table), whose column
+            # is its target's; get_field's union also holds reverse and generic relations.
             column = column.target_field  # type: ignore[union-attr]
         return Case(
             *[When(pk=pk, then=Value(each)) for pk, each in value.values.items()],
+            # A concrete Field by the same reasoning as above.
             output_field=column,  # type: ignore[arg-type]
         )
 

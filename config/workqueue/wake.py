@@ -126,7 +126,7 @@ def prepare() -> None:
     wake-up of a server process costs what every other one does."""
     app.amqp.router  # noqa: B018 (loading it is the point)
     connection = app.connection_for_write()
-    connection.transport  # noqa: B018
+    connection.transport  # noqa: B018 (loading it is the point)
     _release(connection)
     _waker.prepare()
 

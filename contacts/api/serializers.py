@@ -26,10 +26,12 @@ class ContactFieldsField(JsonObjectField):
         return value
 
 
-class ContactSerializer(serializers.Serializer):
+class ContactSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     email = serializers.CharField(allow_null=True)
     external_id = serializers.CharField(allow_null=True)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.fields; the stubs cannot see that.
     fields = JsonObjectField()  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -42,6 +44,8 @@ class ContactUpsertResultSerializer(ContactSerializer):
 
 class ContactUpsertSerializer(StrictSerializer):
     email = EmailMemberField()
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.fields; the stubs cannot see that.
     fields = ContactFieldsField(required=False)  # type: ignore[assignment]
     external_id = StrictCharField(
         required=False, allow_null=True, min_length=1, max_length=255, trim_whitespace=False
@@ -70,6 +74,8 @@ class ContactUpdateSerializer(StrictSerializer):
     body_rules = at_least_one_member()
 
     email = EmailMemberField(required=False)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.fields; the stubs cannot see that.
     fields = ContactFieldsField(required=False)  # type: ignore[assignment]
     external_id = StrictCharField(
         required=False, allow_null=True, min_length=1, max_length=255, trim_whitespace=False

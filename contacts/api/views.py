@@ -14,6 +14,7 @@ from contacts.api.serializers import (
     ContactUpsertSerializer,
 )
 from contacts.models import Contact
+from contacts.normalization import email_normalised
 from contacts.selectors import (
     contact_get,
     contact_get_by_email,
@@ -25,7 +26,6 @@ from contacts.services import (
     contact_delete,
     contact_update,
     contact_upsert,
-    email_normalised,
 )
 from tenancy.api.base import ProjectView
 from tenancy.models import Scope

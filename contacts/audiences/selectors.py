@@ -69,6 +69,7 @@ def memberships_existing(
         return set()
     with binary_cursor() as cursor:
         cursor.execute(
+            # S608: the model's table name.
             f"SELECT audience_id, contact_id FROM {AudienceMembership._meta.db_table} "  # noqa: S608
             "WHERE audience_id = ANY(%b) AND contact_id = ANY(%b)",
             [list(audience_ids), list(contact_ids)],

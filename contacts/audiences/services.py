@@ -60,6 +60,8 @@ def audience_delete(*, project: Project, audience_id: uuid.UUID | str) -> Audien
         # A queryset delete keeps the instance's id for the answer.
         Audience.objects.filter(pk=audience.pk).delete()
         # The caller renders what was deleted, properties included.
+        # Django's prefetch cache, which Model does not declare: the deleted audience answers
+        # with the properties it had, as a prefetched one would.
         audience._prefetched_objects_cache = {"properties": properties}  # type: ignore[attr-defined]
         return audience
 

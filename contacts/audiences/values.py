@@ -79,7 +79,9 @@ def property_values_checked(
                 Issue(
                     code="invalid_value",
                     path=f"{path}.{key}",
-                    message=f"Property `{key}` is of type {prop.type}: expected {_EXPECTED[prop.type]}.",  # noqa: E501
+                    message=(
+                        f"Property `{key}` is of type {prop.type}: expected {_EXPECTED[prop.type]}."
+                    ),
                 )
             )
             continue

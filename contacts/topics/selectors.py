@@ -101,6 +101,7 @@ def subscriptions_existing(
         return set()
     with binary_cursor() as cursor:
         cursor.execute(
+            # S608: the model's table name.
             f"SELECT topic_id, contact_id FROM {Subscription._meta.db_table} "  # noqa: S608
             "WHERE topic_id = ANY(%b) AND contact_id = ANY(%b)",
             [list(topic_ids), list(contact_ids)],

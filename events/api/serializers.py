@@ -68,6 +68,8 @@ class EventSubmissionSerializer(StrictSerializer):
 
 
 class EventBatchSerializer(StrictSerializer):
+    # With many=True DRF builds a ListSerializer, which takes min_length and max_length;
+    # the stub types the child's constructor.
     events = EventSubmissionSerializer(  # type: ignore[call-arg]
         many=True,
         min_length=1,
@@ -79,7 +81,7 @@ class EventBatchSerializer(StrictSerializer):
     )
 
 
-class EventAcceptedSerializer(serializers.Serializer):
+class EventAcceptedSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     event = serializers.CharField()
     idempotency_key = serializers.CharField(allow_null=True)
@@ -88,30 +90,32 @@ class EventAcceptedSerializer(serializers.Serializer):
     duplicate = serializers.BooleanField()
 
 
-class BatchItemErrorSerializer(serializers.Serializer):
+class BatchItemErrorSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     message = serializers.CharField()
     details = serializers.CharField()
     issues = serializers.ListField(child=serializers.DictField())
 
 
-class BatchItemResultSerializer(serializers.Serializer):
+class BatchItemResultSerializer(serializers.Serializer[Any]):
     index = serializers.IntegerField()
     status = serializers.ChoiceField(choices=["accepted", "duplicate", "rejected"])
     id = serializers.UUIDField(allow_null=True)
     error = BatchItemErrorSerializer(allow_null=True)
 
 
-class EventBatchResultSerializer(serializers.Serializer):
+class EventBatchResultSerializer(serializers.Serializer[Any]):
     results = BatchItemResultSerializer(many=True)
     accepted = serializers.IntegerField()
     duplicates = serializers.IntegerField()
     rejected = serializers.IntegerField()
 
 
-class EventTypeSerializer(serializers.Serializer):
+class EventTypeSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     event = serializers.CharField()
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Field.source; the stubs cannot see that.
     source = serializers.ChoiceField(choices=EventSource.choices)  # type: ignore[assignment]
     schema_hint = serializers.CharField(help_text='JSON string, e.g. `{"total":"number"}`.')
     contains_pii = serializers.BooleanField()

@@ -120,4 +120,4 @@ class EventTypeListView(ProjectView):
                 "search", "Contains characters not allowed.", code="invalid_characters"
             )
         entries = event_type_list(project=self.project, search=search, source=source)
-        return paginate(request, entries, event_types_data)  # type: ignore[arg-type]
+        return paginate(request, entries, event_types_data)

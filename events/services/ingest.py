@@ -42,6 +42,7 @@ _INSERT_MANY = (
     f"{_ON_CONFLICT} RETURNING id"
 )
 _SELECT_KEYED = (
+    # S608: constants only.
     f"SELECT id, idempotency_key, event, status, created_at FROM {_TABLE} "  # noqa: S608
     "WHERE project_id = %s AND idempotency_key = ANY(%s)"
 )
@@ -124,6 +125,7 @@ def _ingest_one(*, project: Project, item: EventInput) -> IngestResult:
         transaction.on_commit(events_wake)
         return IngestResult(new_id, item.event, item.idempotency_key, "accepted", now, False)
     existing = _existing(project=project, keys=[item.idempotency_key])
+    # Not inserted means the idempotency key's unique index matched, so the key is set.
     return existing[item.idempotency_key]  # type: ignore[index]
 
 
@@ -136,8 +138,10 @@ def event_ingest_batch(
     (PlanLimitExceeded, nothing stored)."""
     valid = [(index, item) for index, item in enumerate(items) if isinstance(item, EventInput)]
     if not valid:
+        # No valid item: every item is a ServiceError.
         return list(items)  # type: ignore[arg-type]
     reservation, known = _reserve(project=project, items=[item for _, item in valid])
+    # Each EventInput in it is replaced by its IngestResult in the loop below.
     results: list[IngestResult | ServiceError] = list(items)  # type: ignore[arg-type]
     fresh = []
     for index, item in valid:
@@ -192,6 +196,7 @@ def _ingest_many(
                 new_id, item.event, item.idempotency_key, "accepted", now, False
             )
         else:
+            # Not inserted means the idempotency key's unique index matched, so the key is set.
             results[index] = existing[item.idempotency_key]  # type: ignore[index]
     if inserted:
         transaction.on_commit(events_wake)

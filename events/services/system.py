@@ -104,6 +104,7 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
             params.append(field.get_db_prep_save(getattr(template, field.attname), connection))
     unnest = ", ".join(f"%b::{kind}[]" for kind in _PER_ROW.values())
     sql = (
+        # S608: names from the model.
         f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(columns)}) "  # noqa: S608
         f"SELECT {', '.join(selected)} FROM unnest({unnest}) AS r({', '.join(_PER_ROW)})"
     )

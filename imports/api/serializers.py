@@ -133,7 +133,7 @@ class ImportFileSerializer(StrictSerializer):
         return value
 
 
-class ImportChangesSerializer(serializers.Serializer):
+class ImportChangesSerializer(serializers.Serializer[Any]):
     """How many of each kind of change (exact, over every row)."""
 
     contacts_created = serializers.IntegerField(min_value=0)
@@ -146,9 +146,11 @@ class ImportChangesSerializer(serializers.Serializer):
     subscriptions_updated = serializers.IntegerField(min_value=0)
 
 
-class ImportSerializer(serializers.Serializer):
+class ImportSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=ImportStatus.choices)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Field.source; the stubs cannot see that.
     source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=ImportSource.choices
     )
@@ -173,7 +175,7 @@ class ImportSerializer(serializers.Serializer):
     committed_at = serializers.DateTimeField(allow_null=True)
 
 
-class RowPlanSerializer(serializers.Serializer):
+class RowPlanSerializer(serializers.Serializer[Any]):
     """What a valid row would do (`changes` empty: nothing, and no events)."""
 
     action = serializers.ChoiceField(choices=[CREATE, UPDATE, SKIP])
@@ -184,19 +186,19 @@ class RowPlanSerializer(serializers.Serializer):
     changes = serializers.ListField(child=serializers.ChoiceField(choices=list(CHANGES)))
 
 
-class SampleRowSerializer(serializers.Serializer):
+class SampleRowSerializer(serializers.Serializer[Any]):
     row_number = serializers.IntegerField()
     status = serializers.ChoiceField(choices=RowStatus.choices)
     error_code = serializers.ChoiceField(choices=RowError.choices, allow_null=True)
     result = RowPlanSerializer(allow_null=True)
 
 
-class RowCountSerializer(serializers.Serializer):
+class RowCountSerializer(serializers.Serializer[Any]):
     status = serializers.ChoiceField(choices=RowStatus.choices)
     rows = serializers.IntegerField(min_value=0)
 
 
-class ImportEffectsSerializer(serializers.Serializer):
+class ImportEffectsSerializer(serializers.Serializer[Any]):
     import_id = serializers.UUIDField()
     valid_rows = serializers.IntegerField(min_value=0)
     invalid_rows = serializers.IntegerField(min_value=0)
@@ -204,7 +206,7 @@ class ImportEffectsSerializer(serializers.Serializer):
     changes = ImportChangesSerializer()
 
 
-class ImportPreviewSerializer(serializers.Serializer):
+class ImportPreviewSerializer(serializers.Serializer[Any]):
     """The spec's Import preview: these members and no others."""
 
     import_id = serializers.UUIDField()

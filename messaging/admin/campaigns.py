@@ -69,6 +69,7 @@ _FIELDS = (
 
 def _user_id(request: HttpRequest) -> int:
     # Actions run for a logged-in staff user only.
+    # pk is None only for AnonymousUser, which the admin never lets through.
     return int(request.user.pk)  # type: ignore[arg-type]
 
 
@@ -126,6 +127,8 @@ class CampaignAdmin(ReadOnlyModelAdmin):
             return "(the template has no content)"
         candidates = campaign_candidates(obj)
         contact = (
+            # `topic_subscribed` is an annotation of campaign_candidates, which the plugin cannot
+            # see through the selector.
             candidates.filter(topic_subscribed=True).order_by("id").first()  # type: ignore[misc]
             if candidates is not None
             else None

@@ -108,6 +108,7 @@ def campaign_audience_counts(campaign: Campaign) -> AudienceCounts:
     # the outer reference of the suppression check.
     with connection.cursor() as cursor:
         cursor.execute(
+            # S608: the ORM's own SQL.
             "SELECT count(*) FILTER (WHERE topic_subscribed AND NOT unreachable), "  # noqa: S608
             "count(*) FILTER (WHERE NOT topic_subscribed OR unreachable) "
             f"FROM ({sql}) AS candidates",
@@ -194,5 +195,6 @@ def with_stats(campaigns: Sequence[Campaign]) -> list[Campaign]:
     """The campaigns, each with `stats` set (what every campaign answer shows)."""
     stats = campaign_stats(campaigns=campaigns)
     for campaign in campaigns:
+        # Computed per answer, not a column: an attribute Campaign does not declare.
         campaign.stats = stats[campaign.pk]  # type: ignore[attr-defined]
     return list(campaigns)

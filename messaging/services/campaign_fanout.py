@@ -110,6 +110,7 @@ def _boundaries(campaign: Campaign, size: int) -> list[uuid.UUID]:
     sql, params = candidates.order_by().values("id").query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(
+            # S608: the ORM's own SQL.
             "SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) AS n "  # noqa: S608
             f"FROM ({sql}) AS candidates) AS numbered WHERE n %% %s = 0 ORDER BY id",
             [*params, size],
@@ -152,6 +153,7 @@ def _status_shared(campaign_id: uuid.UUID) -> str | None:
     each other."""
     table = connection.ops.quote_name(Campaign._meta.db_table)
     with connection.cursor() as cursor:
+        # S608: the model's table name.
         cursor.execute(f"SELECT status FROM {table} WHERE id = %s FOR SHARE", [campaign_id])  # noqa: S608
         row = cursor.fetchone()
     return row[0] if row else None
@@ -197,6 +199,7 @@ def _recipients_insert(
     contact_ids, statuses, reasons = zip(*rows, strict=True)
     with connection.cursor() as cursor:
         cursor.execute(
+            # S608: the model's table name.
             f"INSERT INTO {table} (campaign_id, contact_id, status, reason, created_at) "  # noqa: S608
             "SELECT %s, v.contact_id, v.status, v.reason, %s "
             "FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(contact_id, status, reason) "
@@ -232,6 +235,7 @@ def _handled(campaign: Campaign, batch: CampaignFanout) -> set[uuid.UUID]:
     within, bounds = _range_condition("contact_id", batch)
     with connection.cursor() as cursor:
         cursor.execute(
+            # S608: names from the models.
             f"SELECT contact_id FROM {emails} WHERE campaign_id = %s{within} "  # noqa: S608
             f"UNION ALL SELECT contact_id FROM {recipients} WHERE campaign_id = %s{within}",
             [campaign.pk, *bounds, campaign.pk, *bounds],
@@ -262,6 +266,7 @@ def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
     table = connection.ops.quote_name(Suppression._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
+            # S608: the model's table name.
             f"SELECT email FROM {table} WHERE project_id = %s AND email = ANY(%s::text[])",  # noqa: S608
             [campaign.project_id, array_literal(emails)],
         )

@@ -166,7 +166,7 @@ class SignedEmail(EmailMultiAlternatives):
     dkim_key: DkimKey | None = None
 
     def message(self, *, policy: Any = None) -> SafeMIMEText | SafeMIMEMultipart:
-        message = super().message()
+        message: SafeMIMEText | SafeMIMEMultipart = super().message()
         if self.dkim_key is None:
             return message
         signature = dkim_signature(message.as_bytes(linesep="\r\n"), self.dkim_key)
@@ -375,6 +375,7 @@ def _mark_sent_sql() -> str:
     columns = {field.name: quote(field.column) for field in meta.concrete_fields}
     status, sent_at, last_error = columns["status"], columns["sent_at"], columns["last_error"]
     return (
+        # S608: names from the model.
         f"UPDATE {quote(meta.db_table)} SET {status} = %s, {sent_at} = %s, "  # noqa: S608
         f"{columns['provider_message_id']} = %s, {last_error} = NULL "
         f"WHERE {columns['id']} = %s AND {status} = %s"

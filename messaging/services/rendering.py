@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, cast
 
 from liquid import BoundTemplate, Environment, RenderContext, Token, Undefined
 from liquid.builtin.content import ContentNode
@@ -410,7 +410,8 @@ def _part(node: Any) -> Any:
         if type(path) is Path and all(
             type(segment) is str and segment not in _SPECIAL_SEGMENTS for segment in path.path
         ):
-            return _NamePath(expression, list(path.path))  # type: ignore[arg-type]
+            # The check above saw that every segment is a str.
+            return _NamePath(expression, list(cast("list[str]", path.path)))
     return expression
 
 

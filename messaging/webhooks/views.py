@@ -107,6 +107,7 @@ class GuardedWebhook:
             details = f"The {self.esp_name} webhook is not configured on this server."
             return JsonResponse(status_error_body(404, details), status=404)
         try:
+            # A mixin over anymail's untyped webhook views, which define these three.
             response: HttpResponseBase = super().dispatch(  # type: ignore[misc]
                 request, *args, **kwargs
             )
@@ -131,6 +132,7 @@ class GuardedWebhook:
     # event is recorded stays a 500, so the ESP sends the event again.
     def run_validators(self, request: HttpRequest) -> None:
         try:
+            # A mixin over anymail's untyped webhook views (see dispatch).
             super().run_validators(request)  # type: ignore[misc]
         except AnymailAPIError as error:
             # Amazon SES reads the SNS envelope while validating (a JSON error is the cause).
@@ -138,6 +140,7 @@ class GuardedWebhook:
 
     def parse_events(self, request: HttpRequest) -> list[Any]:
         try:
+            # A mixin over anymail's untyped webhook views (see dispatch).
             events: list[Any] = super().parse_events(request)  # type: ignore[misc]
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise MalformedPayload(invalid_json=True) from error

@@ -24,7 +24,7 @@ from pushproviders.services.sending import MAX_INSTALLATIONS
 # Apps ------------------------------------------------------------------------------------
 
 
-class PushAppSerializer(serializers.Serializer):
+class PushAppSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     public_id = serializers.CharField()
     name = serializers.CharField()
@@ -60,7 +60,7 @@ class BlankAsNullField(serializers.CharField):
         return str(value) if value else None
 
 
-class ReadinessSerializer(serializers.Serializer):
+class ReadinessSerializer(serializers.Serializer[Any]):
     ready = serializers.BooleanField()
     missing = serializers.ListField(child=serializers.CharField())
 
@@ -69,7 +69,7 @@ class ReadinessSerializer(serializers.Serializer):
         return {"ready": readiness.ready, "missing": readiness.missing}
 
 
-class PushProviderSerializer(serializers.Serializer):
+class PushProviderSerializer(serializers.Serializer[Any]):
     """Public settings and readiness; secrets are never part of it."""
 
     id = serializers.UUIDField()
@@ -101,7 +101,7 @@ class PushProviderSerializer(serializers.Serializer):
         "description": "The service account JSON, as an object or as a JSON string.",
     }
 )
-class ServiceAccountField(serializers.Field):
+class ServiceAccountField(serializers.Field[Any, Any, Any, Any]):
     default_error_messages = {"invalid": "Must be a JSON object or a JSON string."}
 
     def to_internal_value(self, data: Any) -> Any:
@@ -172,7 +172,7 @@ class PushProviderUpdateSerializer(PushProviderWriteSerializer):
 # Installations ---------------------------------------------------------------------------
 
 
-class PushInstallationSerializer(serializers.Serializer):
+class PushInstallationSerializer(serializers.Serializer[Any]):
     """The token is never part of it."""
 
     id = serializers.UUIDField()
@@ -261,6 +261,8 @@ class PushSendSerializer(StrictSerializer):
     template_id = serializers.UUIDField(required=False)
     title = StrictCharField(required=False, min_length=1, max_length=2000, trim_whitespace=False)
     body = StrictCharField(required=False, min_length=1, max_length=10_000, trim_whitespace=False)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = PushDataField(required=False)  # type: ignore[assignment]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -282,18 +284,20 @@ class PushTestSerializer(StrictSerializer):
     body = StrictCharField(required=False, min_length=1, max_length=10_000, trim_whitespace=False)
 
 
-class PushDeliverySerializer(serializers.Serializer):
+class PushDeliverySerializer(serializers.Serializer[Any]):
     installation_id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=PushDeliveryState.choices, source="state")
     provider_message_id = serializers.CharField(allow_null=True)
     error = serializers.CharField(allow_null=True)
 
 
-class PushMessageSerializer(serializers.Serializer):
+class PushMessageSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     template_id = serializers.UUIDField(allow_null=True)
     title = serializers.CharField(allow_null=True)
     body = serializers.CharField(allow_null=True)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = serializers.DictField(child=serializers.CharField())  # type: ignore[assignment]
     status = serializers.ChoiceField(choices=PushMessageStatus.choices)
     deliveries = PushDeliverySerializer(many=True, source="deliveries_in_order")
@@ -305,7 +309,7 @@ class PushOpenSerializer(StrictSerializer):
     installation_id = serializers.UUIDField()
 
 
-class PushOpenResultSerializer(serializers.Serializer):
+class PushOpenResultSerializer(serializers.Serializer[Any]):
     push_id = serializers.UUIDField()
     installation_id = serializers.UUIDField()
     opened_at = serializers.DateTimeField()

@@ -138,7 +138,8 @@ class WebPushTransport:
     def _outcome(response: httpx.Response) -> str:
         status = response.status_code
         if httpx.codes.is_success(status):
-            return response.headers.get("location", "")
+            location: str = response.headers.get("location", "")
+            return location
         said = f"The push service answered {status}."
         if status in (httpx.codes.NOT_FOUND, httpx.codes.GONE):
             raise invalid_token("webpush_gone", said)

@@ -82,14 +82,17 @@ class ApiKeyAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[Any, KeyRecord]:
         settled = request_settled(request._request)
         if settled is not None:
+            # HttpRequest declares no `rate_limit`; ProjectView reads it back with getattr.
             request._request.rate_limit = settled.rate_limit  # type: ignore[attr-defined]
             return None, settled.key
         record = api_key_authenticate(request.META.get("HTTP_AUTHORIZATION", ""))
         try:
             decision = rate_limit_enforce(record)
         except RateLimited as refused:
+            # As above: an attribute HttpRequest does not declare.
             request._request.rate_limit = refused.decision  # type: ignore[attr-defined]
             raise
+        # As above: an attribute HttpRequest does not declare.
         request._request.rate_limit = decision  # type: ignore[attr-defined]
         return None, record
 

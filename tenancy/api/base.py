@@ -47,11 +47,14 @@ class ProjectView(APIView):
 
     @property
     def project(self) -> Project:
-        return self.request.project
+        # Set by the project permission (tenancy/api/permissions.py) before any handler.
+        project: Project = self.request.project
+        return project
 
     @property
     def access(self) -> Access:
-        return self.request.access
+        access: Access = self.request.access
+        return access
 
     def finalize_response(
         self, request: Request, response: Response, *args: Any, **kwargs: Any

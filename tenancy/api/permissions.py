@@ -74,6 +74,8 @@ class HasProjectAccess(BasePermission):
         # A request the process made for one it serves may carry that one's check.
         checked = settled_project(request._request, key=key, project_id=project_id)
         project, access = checked or project_access(key=key, project_id=project_id)
+        # DRF's Request declares no per-request attributes; ProjectView reads these two back
+        # through its typed `project` and `access`.
         request.project = project  # type: ignore[attr-defined]
         request.access = access  # type: ignore[attr-defined]
         scope = view.required_scope(request.method) if hasattr(view, "required_scope") else None

@@ -10,7 +10,7 @@ from config.api.serializers import StrictCharField, StrictSerializer, at_least_o
 from tenancy.models import EmailNormalization, Project
 
 
-class PoliciesSerializer(serializers.Serializer):
+class PoliciesSerializer(serializers.Serializer[Any]):
     event_payload_limit_bytes = serializers.IntegerField(min_value=1024, max_value=1048576)
     contact_fields_limit_bytes = serializers.IntegerField(min_value=1024, max_value=1048576)
     event_retention_days = serializers.IntegerField(min_value=1, max_value=3650)
@@ -54,7 +54,7 @@ class PoliciesInputSerializer(StrictSerializer, PoliciesSerializer):
             field.required = False
 
 
-class ProjectSerializer(serializers.ModelSerializer):
+class ProjectSerializer(serializers.ModelSerializer[Project]):
     team_id = serializers.UUIDField()
     policies = serializers.SerializerMethodField()
 
@@ -79,7 +79,7 @@ class ProjectUpdateSerializer(StrictSerializer):
         return attrs
 
 
-class UsageCountsSerializer(serializers.Serializer):
+class UsageCountsSerializer(serializers.Serializer[Any]):
     """One count per meter."""
 
     events_ingested = serializers.IntegerField()
@@ -94,7 +94,7 @@ class UsageDaySerializer(UsageCountsSerializer):
     date = serializers.DateField()
 
 
-class PlanQuotasSerializer(serializers.Serializer):
+class PlanQuotasSerializer(serializers.Serializer[Any]):
     """Monthly quota per meter; null is unlimited."""
 
     events_ingested = serializers.IntegerField(allow_null=True)
@@ -105,13 +105,13 @@ class PlanQuotasSerializer(serializers.Serializer):
     push_sent = serializers.IntegerField(allow_null=True)
 
 
-class UsagePlanSerializer(serializers.Serializer):
+class UsagePlanSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     period_start = serializers.DateTimeField(help_text="Start of the current quota month (UTC).")
     quotas = PlanQuotasSerializer()
 
 
-class UsageSerializer(serializers.Serializer):
+class UsageSerializer(serializers.Serializer[Any]):
     days = UsageDaySerializer(many=True)
     totals = UsageCountsSerializer()
     plan = UsagePlanSerializer()

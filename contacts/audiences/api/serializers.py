@@ -16,7 +16,7 @@ from contacts.audiences.models import PropertyType
 PROPERTY_KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
 
 
-class AudiencePropertySerializer(serializers.Serializer):
+class AudiencePropertySerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     audience_id = serializers.UUIDField()
     key = serializers.CharField()
@@ -26,7 +26,7 @@ class AudiencePropertySerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class AudienceSerializer(serializers.Serializer):
+class AudienceSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     name = serializers.CharField()
     description = serializers.CharField(allow_null=True)
@@ -63,7 +63,7 @@ class AudiencePropertyCreateSerializer(StrictSerializer):
     description = StrictCharField(required=False, allow_null=True, max_length=2000)
 
 
-class MembershipSerializer(serializers.Serializer):
+class MembershipSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     audience_id = serializers.UUIDField()
     contact_id = serializers.UUIDField()

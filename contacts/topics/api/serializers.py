@@ -7,7 +7,7 @@ from contacts.topics.models import SubscriptionSource, SubscriptionStatus
 from contacts.topics.selectors import TopicStatus
 
 
-class TopicSerializer(serializers.Serializer):
+class TopicSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     name = serializers.CharField()
     description = serializers.CharField(allow_null=True)
@@ -37,7 +37,7 @@ class TopicUpdateSerializer(StrictSerializer):
         return attrs
 
 
-class TopicStatusSerializer(serializers.Serializer):
+class TopicStatusSerializer(serializers.Serializer[Any]):
     """A contact's status for one topic; `source` and `changed_at` are null while the
     topic's default applies."""
 
@@ -45,6 +45,8 @@ class TopicStatusSerializer(serializers.Serializer):
     topic_name = serializers.CharField()
     contact_id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=SubscriptionStatus.choices)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Field.source; the stubs cannot see that.
     source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=SubscriptionSource.choices, allow_null=True
     )
@@ -69,9 +71,13 @@ class SubscriptionChangeSerializer(StrictSerializer):
 
 
 class SubscriptionsSetSerializer(StrictSerializer):
+    # With many=True DRF builds a ListSerializer, which takes max_length; the stub types
+    # the child's constructor.
     topics = SubscriptionChangeSerializer(  # type: ignore[call-arg]
         many=True, allow_empty=False, max_length=100
     )
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Field.source; the stubs cannot see that.
     source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=SubscriptionSource.choices, required=False
     )

@@ -15,7 +15,7 @@ NAME_LENGTH = 200
 APP_REF_LENGTH = 64
 
 
-def _sender_field(**kwargs: Any) -> serializers.Field:
+def _sender_field(**kwargs: Any) -> serializers.Field[Any, Any, Any, Any]:
     return StrictCharField(
         max_length=320,
         help_text="The sender, `a@b.c` or `Name <a@b.c>`; null: the template's, else the "
@@ -24,7 +24,7 @@ def _sender_field(**kwargs: Any) -> serializers.Field:
     )
 
 
-def _app_field(**kwargs: Any) -> serializers.Field:
+def _app_field(**kwargs: Any) -> serializers.Field[Any, Any, Any, Any]:
     return StrictCharField(
         min_length=1,
         max_length=APP_REF_LENGTH,
@@ -52,7 +52,7 @@ class _CampaignCreate(StrictSerializer):
 
 class EmailCampaignCreateSerializer(_CampaignCreate):
     # `from` is a keyword in Python: added under its JSON name.
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         fields["from"] = _sender_field(required=False, allow_null=True)
         return fields
@@ -89,7 +89,7 @@ class _CampaignUpdate(StrictSerializer):
 
 
 class EmailCampaignUpdateSerializer(_CampaignUpdate):
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         fields["from"] = _sender_field(required=False, allow_null=True)
         return fields
@@ -99,7 +99,7 @@ class PushCampaignUpdateSerializer(_CampaignUpdate):
     app_id = _app_field(required=False)
 
 
-class CampaignStatsSerializer(serializers.Serializer):
+class CampaignStatsSerializer(serializers.Serializer[Any]):
     """Every recipient counted once: by its message's state, or as `suppressed`
     (skipped); `opened` and `clicked` count among the sent ones."""
 
@@ -112,7 +112,7 @@ class CampaignStatsSerializer(serializers.Serializer):
     clicked = serializers.IntegerField()
 
 
-class CampaignSerializer(serializers.Serializer):
+class CampaignSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     name = serializers.CharField()
     channel = serializers.ChoiceField(choices=Channel.choices)
@@ -141,9 +141,9 @@ class CampaignSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     deleted_at = serializers.DateTimeField(allow_null=True)
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
-        ordered: dict[str, serializers.Field] = {}
+        ordered: dict[str, serializers.Field[Any, Any, Any, Any]] = {}
         for name, field in fields.items():
             if name == "scheduled_at":
                 ordered["from"] = serializers.CharField(source="from_email", allow_null=True)

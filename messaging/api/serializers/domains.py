@@ -1,17 +1,19 @@
+from typing import Any
+
 from rest_framework import serializers
 
 from config.api.serializers import StrictSerializer
 from messaging.models import DomainStatus
 
 
-class DomainRecordSerializer(serializers.Serializer):
+class DomainRecordSerializer(serializers.Serializer[Any]):
     type = serializers.CharField()
     name = serializers.CharField()
     value = serializers.CharField()
     status = serializers.ChoiceField(choices=DomainStatus.choices)
 
 
-class DomainSerializer(serializers.Serializer):
+class DomainSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     name = serializers.CharField()
     status = serializers.ChoiceField(choices=DomainStatus.choices)

@@ -16,7 +16,7 @@ from messaging.services.emails import MAX_RECIPIENTS
         ]
     }
 )
-class RecipientsField(serializers.Field):
+class RecipientsField(serializers.Field[Any, Any, Any, Any]):
     """`to`: one address or a list of them (each `a@b.c` or `Name <a@b.c>`)."""
 
     default_error_messages = {
@@ -53,6 +53,8 @@ class EmailCreateSerializer(StrictSerializer):
     html = StrictCharField(required=False, max_length=2_000_000, trim_whitespace=False)
     text = StrictCharField(required=False, max_length=2_000_000, trim_whitespace=False)
     template_id = serializers.UUIDField(required=False)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = JsonObjectField(required=False)  # type: ignore[assignment]
     contact_id = serializers.UUIDField(required=False)
     tags = serializers.ListField(
@@ -60,13 +62,13 @@ class EmailCreateSerializer(StrictSerializer):
     )
     reply_to = StrictCharField(required=False, max_length=320)
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         fields["from"] = StrictCharField(required=False, max_length=320)
         return fields
 
 
-class EmailSerializer(serializers.Serializer):
+class EmailSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     # Declared as `from` below.
     to = serializers.ListField(child=serializers.CharField())
@@ -83,7 +85,7 @@ class EmailSerializer(serializers.Serializer):
     bounced_at = serializers.DateTimeField(allow_null=True)
     last_error = serializers.CharField(allow_null=True)
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         ordered = {"id": fields.pop("id"), "from": serializers.CharField(source="from_email")}
         ordered.update(fields)
@@ -93,11 +95,13 @@ class EmailSerializer(serializers.Serializer):
 class TemplateTestSerializer(StrictSerializer):
     to = StrictCharField(required=False, max_length=320)
     installation_id = serializers.UUIDField(required=False)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = JsonObjectField(required=False)  # type: ignore[assignment]
     contact_id = serializers.UUIDField(required=False)
 
 
-class TemplateTestResultSerializer(serializers.Serializer):
+class TemplateTestResultSerializer(serializers.Serializer[Any]):
     """The email of an email template's test, or the push message of a push template's;
     the other member is null."""
 

@@ -1,10 +1,12 @@
+from typing import Any
+
 from rest_framework import serializers
 
 from config.api.serializers import StrictSerializer
 from messaging.models import SuppressionReason
 
 
-class SuppressionSerializer(serializers.Serializer):
+class SuppressionSerializer(serializers.Serializer[Any]):
     email = serializers.CharField()
     reason = serializers.ChoiceField(choices=SuppressionReason.choices)
     created_at = serializers.DateTimeField()

@@ -6,8 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
-from contacts.api.serializers import JsonObjectField, StrictCharField
+from config.api.serializers import JsonObjectField, StrictCharField, StrictSerializer
 from messaging.models.templates import Channel, VersionState
 
 # Bounds of what a template may hold (sources, before rendering).
@@ -108,9 +107,11 @@ class _TemplateContentSerializer(StrictSerializer):
     text = TemplateTextField(max_length=MAX_TEXT)
     title = TemplateTextField(max_length=MAX_TITLE)
     body = TemplateTextField(max_length=MAX_BODY)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = PushDataField()  # type: ignore[assignment]
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         # `from` is a Python keyword: declared here, stored as `from_email`.
         fields["from"] = FromAddressField(source="from_email")
@@ -153,13 +154,15 @@ class PreviewEventSerializer(StrictSerializer):
 
 
 class TemplatePreviewSerializer(StrictSerializer):
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = JsonObjectField(required=False)  # type: ignore[assignment]
     contact_id = serializers.UUIDField(required=False)
     event = PreviewEventSerializer(required=False)
     version_id = serializers.UUIDField(required=False)
 
 
-class TemplateSerializer(serializers.Serializer):
+class TemplateSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     name = serializers.CharField()
     channel = serializers.ChoiceField(choices=Channel.choices)
@@ -169,9 +172,9 @@ class TemplateSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     deleted_at = serializers.DateTimeField(allow_null=True)
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         # `from` (a Python keyword) goes right after `channel`.
-        fields: dict[str, serializers.Field] = {}
+        fields: dict[str, serializers.Field[Any, Any, Any, Any]] = {}
         for name, field in super().get_fields().items():
             fields[name] = field
             if name == "channel":
@@ -179,7 +182,7 @@ class TemplateSerializer(serializers.Serializer):
         return fields
 
 
-class TemplateVersionSerializer(serializers.Serializer):
+class TemplateVersionSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     template_id = serializers.UUIDField()
     version_number = serializers.IntegerField()
@@ -189,25 +192,29 @@ class TemplateVersionSerializer(serializers.Serializer):
     text = serializers.CharField(allow_null=True)
     title = serializers.CharField(allow_null=True)
     body = serializers.CharField(allow_null=True)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]
     restored_from_version_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
     published_at = serializers.DateTimeField(allow_null=True)
 
 
-class RenderedEmailSerializer(serializers.Serializer):
+class RenderedEmailSerializer(serializers.Serializer[Any]):
     subject = serializers.CharField(allow_null=True)
     html = serializers.CharField(allow_null=True)
     text = serializers.CharField(allow_null=True)
 
 
-class RenderedPushSerializer(serializers.Serializer):
+class RenderedPushSerializer(serializers.Serializer[Any]):
     title = serializers.CharField(allow_null=True)
     body = serializers.CharField(allow_null=True)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Serializer.data; the stubs cannot see that.
     data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]
 
 
-class TemplatePreviewResultSerializer(serializers.Serializer):
+class TemplatePreviewResultSerializer(serializers.Serializer[Any]):
     """`rendered` holds subject, html and text (email) or title, body and data (push)."""
 
     rendered = serializers.JSONField()

@@ -1,9 +1,11 @@
+from typing import Any
+
 from rest_framework import serializers
 
 from config.api.serializers import StrictSerializer
 
 
-class EmptyBodySerializer(serializers.Serializer):
+class EmptyBodySerializer(serializers.Serializer[Any]):
     """A body that must be `{}`: any member is an error."""
 
     def to_internal_value(self, data: object) -> dict[str, object]:
@@ -16,7 +18,7 @@ class EmptyBodySerializer(serializers.Serializer):
         return {}
 
 
-class PreparedActionOutputSerializer(serializers.Serializer):
+class PreparedActionOutputSerializer(serializers.Serializer[Any]):
     prepared_action_id = serializers.UUIDField(source="id")
     operation = serializers.CharField()
     expires_at = serializers.DateTimeField()
