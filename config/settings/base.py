@@ -196,6 +196,29 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers log through LOGGING below (and its database error filter), not handlers of
 # Celery's own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Each Celery queue's task time limits in seconds, soft then hard (config/celery.py gives
+# every task its queue's). The soft limit raises SoftTimeLimitExceeded in the task: the
+# work-queue kit then hands the rows the task holds back as a failed attempt, retried by
+# the queue's policy (config/workqueue). The hard limit kills the worker process; the
+# rows' lease then hands them on. A draining task stops after its budget and the batch
+# under way, so a soft limit leaves the queue's budget plus its longest lease: events and
+# automations 20 + 60 s, email and campaign fan-out 30 + 120 and 30 + 300 s, push 30 + 120
+# s, imports 60 + 300 s. Overridden by <QUEUE>_TASK_SOFT_TIME_LIMIT_SECONDS and
+# <QUEUE>_TASK_TIME_LIMIT_SECONDS.
+TASK_TIME_LIMITS: dict[str, tuple[float, float]] = {
+    queue: (
+        env.float(f"{queue.upper()}_TASK_SOFT_TIME_LIMIT_SECONDS", default=soft),
+        env.float(f"{queue.upper()}_TASK_TIME_LIMIT_SECONDS", default=hard),
+    )
+    for queue, (soft, hard) in {
+        "default": (60.0, 90.0),
+        "events": (90.0, 120.0),
+        "messaging": (360.0, 420.0),
+        "push": (180.0, 240.0),
+        "automations": (90.0, 120.0),
+        "imports": (390.0, 450.0),
+    }.items()
+}
 
 # Sending domains: the SPF include every domain publishes (the SPF record of the servers
 # that send the mail), and the DNS server verification asks (`host:port`; empty: the

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Prefetch
@@ -455,6 +456,9 @@ def _send_group(
                 continue
             try:
                 provider_message_id = transport.send(_target(installation), _payload(item))
+            except SoftTimeLimitExceeded:
+                # The task's time is up: the kit hands the batch's rows back (drain).
+                raise
             except Exception as raised:
                 error = raised if isinstance(raised, WorkError) else None
                 if error is None:
