@@ -59,7 +59,9 @@ app.conf.task_routes = {
 class QueueTimeLimits:
     """A task annotation: every task, ours and Celery's own, gets the soft and hard time
     limits of the queue its route names (`TASK_TIME_LIMITS`, per queue in the settings).
-    A queue without limits there is refused when its first task binds."""
+    A queue without limits there is refused when its first task binds. Celery puts the
+    publishing process's limits in each task message, and a worker keeps to those: web
+    processes and workers run with the same settings."""
 
     def annotate(self, task: type[Task]) -> dict[str, float]:
         queue = app.amqp.router.route({}, task.name)["queue"].name

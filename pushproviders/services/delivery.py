@@ -373,6 +373,8 @@ def _open(
         transport = transport_open(credentials)
     except WorkError as error:
         return error
+    except SoftTimeLimitExceeded:
+        raise
     except Exception as error:
         logger.warning("Opening the %s transport failed", platform, exc_info=True)
         return WorkError(f"{type(error).__name__}: {error}", code="transport_error")

@@ -16,6 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from config.celery import app as celery_app
+from config.workqueue import wake
 from events.conf import lease_seconds
 from events.models import Event, EventStatus
 from events.wake import events_wake_reset
@@ -208,10 +209,23 @@ def test_an_event_accepted_while_the_broker_is_down_is_processed_when_it_returns
 def test_an_event_whose_task_runs_past_its_soft_time_limit_is_handed_back_and_retried(
     api, world, tmp_path, workers, private_broker
 ):
-    # A prefork worker (the pool that enforces time limits) whose events tasks may run 1 s;
-    # the handler blocks the first attempt only.
     world.project.event_retry_base_seconds = 4.0
     world.project.save(update_fields=["event_retry_base_seconds"])
+    response = api.post(
+        "/events",
+        {"event": "order.completed", "email": "slow@example.com"},
+        key=world.keys["project"],
+    )
+    assert response.status_code == 202
+    event_id = response.json()["data"]["id"]
+    # A task message carries the time limits of the process that published it (this one's
+    # are the events queue's settings): the ingest's wake-up is replaced by one that may
+    # run 1 s, before any worker reads it.
+    assert wake.flush()
+    celery_app.control.purge()
+    celery_app.send_task("events.process_batch", soft_time_limit=1, time_limit=30)
+    # A prefork worker (the pool that enforces time limits), whose own tasks have the same
+    # limits; the handler blocks the first attempt only.
     marker = tmp_path / "claimed"
     worker = workers(
         str(private_broker["url"]),
@@ -221,13 +235,6 @@ def test_an_event_whose_task_runs_past_its_soft_time_limit_is_handed_back_and_re
         EVENTS_TASK_SOFT_TIME_LIMIT_SECONDS="1",
         EVENTS_TASK_TIME_LIMIT_SECONDS="30",
     )
-    response = api.post(
-        "/events",
-        {"event": "order.completed", "email": "slow@example.com"},
-        key=world.keys["project"],
-    )
-    assert response.status_code == 202
-    event_id = response.json()["data"]["id"]
     _wait_for(marker.exists)
 
     # The soft limit stopped the task; the kit recorded the claimed event as a failed
