@@ -203,21 +203,32 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # rows' lease then hands them on. A draining task stops after its budget and the batch
 # under way, so a soft limit leaves the queue's budget plus its longest lease: events and
 # automations 20 + 60 s, email and campaign fan-out 30 + 120 and 30 + 300 s, push 30 + 120
-# s, imports 60 + 300 s. Overridden by <QUEUE>_TASK_SOFT_TIME_LIMIT_SECONDS and
-# <QUEUE>_TASK_TIME_LIMIT_SECONDS.
+# s, imports 60 + 300 s.
 TASK_TIME_LIMITS: dict[str, tuple[float, float]] = {
-    queue: (
-        env.float(f"{queue.upper()}_TASK_SOFT_TIME_LIMIT_SECONDS", default=soft),
-        env.float(f"{queue.upper()}_TASK_TIME_LIMIT_SECONDS", default=hard),
-    )
-    for queue, (soft, hard) in {
-        "default": (60.0, 90.0),
-        "events": (90.0, 120.0),
-        "messaging": (360.0, 420.0),
-        "push": (180.0, 240.0),
-        "automations": (90.0, 120.0),
-        "imports": (390.0, 450.0),
-    }.items()
+    "default": (
+        env.float("DEFAULT_TASK_SOFT_TIME_LIMIT_SECONDS", default=60.0),
+        env.float("DEFAULT_TASK_TIME_LIMIT_SECONDS", default=90.0),
+    ),
+    "events": (
+        env.float("EVENTS_TASK_SOFT_TIME_LIMIT_SECONDS", default=90.0),
+        env.float("EVENTS_TASK_TIME_LIMIT_SECONDS", default=120.0),
+    ),
+    "messaging": (
+        env.float("MESSAGING_TASK_SOFT_TIME_LIMIT_SECONDS", default=360.0),
+        env.float("MESSAGING_TASK_TIME_LIMIT_SECONDS", default=420.0),
+    ),
+    "push": (
+        env.float("PUSH_TASK_SOFT_TIME_LIMIT_SECONDS", default=180.0),
+        env.float("PUSH_TASK_TIME_LIMIT_SECONDS", default=240.0),
+    ),
+    "automations": (
+        env.float("AUTOMATIONS_TASK_SOFT_TIME_LIMIT_SECONDS", default=90.0),
+        env.float("AUTOMATIONS_TASK_TIME_LIMIT_SECONDS", default=120.0),
+    ),
+    "imports": (
+        env.float("IMPORTS_TASK_SOFT_TIME_LIMIT_SECONDS", default=390.0),
+        env.float("IMPORTS_TASK_TIME_LIMIT_SECONDS", default=450.0),
+    ),
 }
 
 # Sending domains: the SPF include every domain publishes (the SPF record of the servers
