@@ -279,7 +279,16 @@ class ApnsStandin:
 
     PROVIDER_TOKEN_SECONDS = 3600
 
-    def __init__(self, *, private_key_pem: str, key_id: str, team_id: str, bundle_id: str):
+    def __init__(
+        self,
+        *,
+        private_key_pem: str,
+        key_id: str,
+        team_id: str,
+        bundle_id: str,
+        keep_wire: bool = False,
+    ):
+        self.keep_wire = keep_wire
         self.public_key = public_pem_of(private_key_pem)
         self.key_id = key_id
         self.team_id = team_id
@@ -296,6 +305,8 @@ class ApnsStandin:
         self.unregistered: set[str] = set()  # 410 Unregistered
         self.bad: set[str] = set()  # 400 BadDeviceToken
         self.next_answers: deque[tuple[int, str, dict[str, str]]] = deque()
+        # With `keep_wire`, the bytes each connection sent, by its number (1, 2, ...).
+        self.wire: dict[int, bytearray] = {}
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.sockets: list[socket.socket] = []
         self.thread = threading.Thread(target=self._accept, daemon=True)
@@ -347,6 +358,9 @@ class ApnsStandin:
                 data = sock.recv(65535)
                 if not data:
                     return
+                if self.keep_wire:
+                    with self.lock:
+                        self.wire.setdefault(number, bytearray()).extend(data)
                 for event in conn.receive_data(data):
                     if isinstance(event, h2.events.RequestReceived):
                         streams[event.stream_id] = ApnsRequest(

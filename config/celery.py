@@ -5,7 +5,7 @@ import os
 from contextvars import Token
 from typing import Any
 
-from celery import Celery
+from celery import Celery, Task
 from celery.signals import (
     before_task_publish,
     task_postrun,
@@ -13,6 +13,7 @@ from celery.signals import (
     worker_process_init,
     worker_ready,
 )
+from django.conf import settings
 from kombu.entity import Queue
 
 from config.requestcontext import current_request_id, request_id_reset, request_id_set
@@ -54,6 +55,27 @@ app.conf.task_routes = {
     "automations.*": {"queue": Queues.AUTOMATIONS},
     "imports.*": {"queue": Queues.IMPORTS},
 }
+
+
+class QueueTimeLimits:
+    """A task annotation: every task, ours and Celery's own, gets the soft and hard time
+    limits of the queue its route names (`TASK_TIME_LIMITS`, per queue in the settings).
+    A queue without limits there is refused when its first task binds. Celery puts the
+    publishing process's limits in each task message, and a worker keeps to those: web
+    processes and workers run with the same settings."""
+
+    def annotate(self, task: type[Task]) -> dict[str, float]:
+        queue = app.amqp.router.route({}, task.name)["queue"].name
+        soft, hard = settings.TASK_TIME_LIMITS[queue]
+        if not 0 < soft < hard:
+            raise ValueError(f"The {queue} queue's soft time limit must be below its hard one.")
+        return {"soft_time_limit": soft, "time_limit": hard}
+
+    def annotate_any(self) -> None:
+        return None
+
+
+app.conf.task_annotations = [QueueTimeLimits()]
 
 # Each sweep is idempotent and bounded; `expires` is shorter than the interval so a
 # backlog of sweeps never piles up behind a slow worker.

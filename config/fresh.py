@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from django.db import connection, models
-from django.db.models.base import ModelState
+
+from config.libinternals import instance_blank, related_cache
 
 M = TypeVar("M", bound=models.Model)
 
@@ -30,16 +31,15 @@ class Fresh(Generic[M]):
             self.fields.append((field.name, field.attname, field.is_relation, make, fixed))
 
     def make(self, **values: Any) -> M:
-        instance = self.model.__new__(self.model)
-        state = ModelState()
-        instance._state = state
+        instance = instance_blank(self.model)
+        cache = related_cache(instance)
         attributes = instance.__dict__
         given = 0
         for name, attname, related, make, fixed in self.fields:
             if related and name in values:
                 target = values[name]
                 attributes[attname] = None if target is None else target.pk
-                state.fields_cache[name] = target
+                cache[name] = target
                 given += 1
             elif attname in values:
                 attributes[attname] = values[attname]
@@ -75,12 +75,8 @@ class Columns(Generic[M]):
         self.db = connection.alias
 
     def make(self, values: Sequence[Any]) -> M:
-        instance = self.model.__new__(self.model)
+        instance = instance_blank(self.model, db=self.db)
         instance.__dict__.update(zip(self.attnames, values, strict=True))
-        state = ModelState()
-        state.adding = False
-        state.db = self.db
-        instance._state = state
         return instance
 
     def make_all(self, rows: Iterable[Sequence[Any]]) -> list[M]:

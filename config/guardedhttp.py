@@ -12,15 +12,14 @@ import re
 import ssl
 import threading
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any, NamedTuple
 
 import hpack
 import httpcore
 import httpx
 import orjson
-from httpx._transports.default import map_httpcore_exceptions
 
-from config import netguard
+from config import libinternals, netguard
 
 
 @functools.cache
@@ -119,19 +118,20 @@ class GuardedClient:
         self._unindexed = frozenset(unindexed) if http2 else None
         self._backend = _PinnedBackend()
         context = _ssl_context()
-        transport = httpx.HTTPTransport(verify=context, http1=http1, http2=http2, trust_env=False)
-        # httpx does not take a network backend; its transport's pool is rebuilt with the
-        # same settings and the pinning backend.
-        transport._pool = httpcore.ConnectionPool(
+        # httpx does not take a network backend: its transport goes through a pool with
+        # the same settings and the pinning backend.
+        self._pool = httpcore.ConnectionPool(
             ssl_context=context,
             http1=http1,
             http2=http2,
             network_backend=self._backend,
         )
+        transport = libinternals.transport_over(
+            self._pool, verify=context, http1=http1, http2=http2, trust_env=False
+        )
         self.http = httpx.Client(
             transport=transport, timeout=timeout, follow_redirects=False, trust_env=False
         )
-        self._pool = transport._pool
         self._timeout = httpx.Timeout(timeout).as_dict()
 
     def checked(self, url: str) -> str:
@@ -158,18 +158,17 @@ class GuardedClient:
         return httpx.URL(self.checked(url))
 
     @staticmethod
-    def at(base: httpx.URL, path: str) -> httpx.URL:
-        """`base` (from `checked_url`) with `path` in place of its path: the same checked
-        host, without parsing the whole URL again (about 40 µs). `path` is made of
-        unreserved characters only, so it needs no quoting and cannot name another host."""
+    def at(base: httpx.URL, path: str) -> "Target":
+        """`base` (from `checked_url`) with `path` in place of its path and query: the same
+        checked host, for `post`, without making a URL (httpx parses one in about 40 µs).
+        `path` is made of unreserved characters only, so it needs no quoting and cannot
+        name another host."""
         if not _PLAIN_PATH.fullmatch(path):
             raise ValueError("The path must be plain: a / then /, letters, digits, -._~")
-        url = httpx.URL.__new__(httpx.URL)
-        url._uri_reference = base._uri_reference._replace(path=path, query=None, fragment=None)
-        return url
+        return Target(base, path.encode("ascii"))
 
     def post(
-        self, url: httpx.URL, *, headers: list[tuple[bytes, bytes]], content: bytes
+        self, url: "httpx.URL | Target", *, headers: list[tuple[bytes, bytes]], content: bytes
     ) -> "Answer":
         """POSTs `content` to `url` (from `checked_url` or `at`) straight into the pinned
         connection pool, read in full: the client's timeout and no redirects, as with
@@ -177,20 +176,19 @@ class GuardedClient:
         redirect handling, default headers) and without httpx's request and response
         models, which a provider API call does not use. Adds Host and Content-Length.
         Raises httpx errors as `http.post` does."""
+        base, target = (url.base, url.path) if isinstance(url, Target) else (url, url.raw_path)
         request = httpcore.Request(
             b"POST",
-            httpcore.URL(
-                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
-            ),
+            httpcore.URL(scheme=base.raw_scheme, host=base.raw_host, port=base.port, target=target),
             headers=[
-                (b"host", url.netloc),
+                (b"host", base.netloc),
                 *headers,
                 (b"content-length", str(len(content)).encode()),
             ],
             content=content,
             extensions={"timeout": self._timeout},
         )
-        with map_httpcore_exceptions():
+        with libinternals.httpx_errors():
             response = self._pool.handle_request(request)
             try:
                 body = response.read()
@@ -202,21 +200,26 @@ class GuardedClient:
 
     def _tune_encoders(self, unindexed: frozenset[bytes]) -> None:
         """Gives the HPACK encoder of each new HTTP/2 connection the provider policy, from
-        its second request on (httpcore makes the connection inside the first request and
-        offers no hook before). The class changes, the encoder's table stays: both sides'
-        tables remain in step. A connection of another shape is left as it is."""
-        for connection in self._pool.connections:
-            state = getattr(getattr(connection, "_connection", None), "_h2_state", None)
-            current = getattr(state, "encoder", None)
-            if type(current) is hpack.Encoder:
-                current.__class__ = _ProviderEncoder
-                cast(_ProviderEncoder, current).unindexed = unindexed
+        its second request on (see `libinternals.encoders_retype`)."""
+
+        def configure(encoder: _ProviderEncoder) -> None:
+            encoder.unindexed = unindexed
+
+        libinternals.encoders_retype(self._pool, _ProviderEncoder, configure)
 
     def close(self) -> None:
         self.http.close()
 
 
 _PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._~-]*")
+
+
+class Target(NamedTuple):
+    """Where `GuardedClient.post` sends: a checked URL (`base`, for its scheme, host and
+    port) and the path and query to ask for there (`path`, as sent)."""
+
+    base: httpx.URL
+    path: bytes
 
 
 class Answer:

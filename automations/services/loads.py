@@ -11,6 +11,7 @@ instances by filling their `__dict__` (`config.fresh.Columns`).
 from django.db import models
 
 from config.fresh import Columns, Fresh
+from config.libinternals import related_cache
 
 __all__ = ["Columns", "Fresh", "cache_related"]
 
@@ -18,4 +19,4 @@ __all__ = ["Columns", "Fresh", "cache_related"]
 def cache_related(instance: models.Model, name: str, value: models.Model | None) -> None:
     """Sets what `instance.<name>` (a foreign key whose id the instance holds) returns,
     as `select_related` would, without the descriptor's checks."""
-    instance._state.fields_cache[name] = value
+    related_cache(instance)[name] = value

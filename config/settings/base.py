@@ -196,6 +196,40 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers log through LOGGING below (and its database error filter), not handlers of
 # Celery's own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Each Celery queue's task time limits in seconds, soft then hard (config/celery.py gives
+# every task its queue's). The soft limit raises SoftTimeLimitExceeded in the task: the
+# work-queue kit then hands the rows the task holds back as a failed attempt, retried by
+# the queue's policy (config/workqueue). The hard limit kills the worker process; the
+# rows' lease then hands them on. A draining task stops after its budget and the batch
+# under way, so a soft limit leaves the queue's budget plus its longest lease: events and
+# automations 20 + 60 s, email and campaign fan-out 30 + 120 and 30 + 300 s, push 30 + 120
+# s, imports 60 + 300 s.
+TASK_TIME_LIMITS: dict[str, tuple[float, float]] = {
+    "default": (
+        env.float("DEFAULT_TASK_SOFT_TIME_LIMIT_SECONDS", default=60.0),
+        env.float("DEFAULT_TASK_TIME_LIMIT_SECONDS", default=90.0),
+    ),
+    "events": (
+        env.float("EVENTS_TASK_SOFT_TIME_LIMIT_SECONDS", default=90.0),
+        env.float("EVENTS_TASK_TIME_LIMIT_SECONDS", default=120.0),
+    ),
+    "messaging": (
+        env.float("MESSAGING_TASK_SOFT_TIME_LIMIT_SECONDS", default=360.0),
+        env.float("MESSAGING_TASK_TIME_LIMIT_SECONDS", default=420.0),
+    ),
+    "push": (
+        env.float("PUSH_TASK_SOFT_TIME_LIMIT_SECONDS", default=180.0),
+        env.float("PUSH_TASK_TIME_LIMIT_SECONDS", default=240.0),
+    ),
+    "automations": (
+        env.float("AUTOMATIONS_TASK_SOFT_TIME_LIMIT_SECONDS", default=90.0),
+        env.float("AUTOMATIONS_TASK_TIME_LIMIT_SECONDS", default=120.0),
+    ),
+    "imports": (
+        env.float("IMPORTS_TASK_SOFT_TIME_LIMIT_SECONDS", default=390.0),
+        env.float("IMPORTS_TASK_TIME_LIMIT_SECONDS", default=450.0),
+    ),
+}
 
 # Sending domains: the SPF include every domain publishes (the SPF record of the servers
 # that send the mail), and the DNS server verification asks (`host:port`; empty: the

@@ -26,3 +26,10 @@ class WorkerLost(WorkError):
     """The worker holding the claim died; the lease ran out."""
 
     code = "worker_lost"
+
+
+class TimeLimitReached(WorkError):
+    """The task's soft time limit ran out while the row was held; it is retried as any
+    failed attempt is."""
+
+    code = "time_limit"

@@ -17,12 +17,14 @@ own writes and a batch without failures pays for no per-item savepoints.
 
 import datetime as dt
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import connection, models, transaction
 from django.db.models import Case, Prefetch, Value, When, prefetch_related_objects
 
@@ -30,7 +32,7 @@ from config import clock
 from config.bulk import rows_fetch, statement_run
 from config.fresh import Columns
 from config.workqueue import wake as wakeup
-from config.workqueue.errors import WorkerLost, WorkError
+from config.workqueue.errors import TimeLimitReached, WorkerLost, WorkError
 from config.workqueue.models import DUE_STATUSES, WorkItem, WorkStatus
 from config.workqueue.policy import RetryPolicy
 from config.workqueue.registry import register_queue, work_outcomes_count
@@ -136,6 +138,11 @@ class _ClaimsLost(Exception):
         self.keys = keys
 
 
+# The claims made by the batch a `drain` in this thread is running: what it hands back
+# when the task's soft time limit runs out (see `drain`).
+_draining = threading.local()
+
+
 _RETURNED: dict[type[models.Model], Columns[Any] | None] = {}
 
 
@@ -212,6 +219,9 @@ class WorkQueue(Generic[T]):
             items = self._claim_postgresql(
                 limit=limit, now=now, token=token, lease_until=lease_until
             )
+        held = getattr(_draining, "claims", None)
+        if held is not None:
+            held.append((self, token, items))
         if self.prefetch_related:
             prefetch_related_objects(items, *self.prefetch_related)
         items.sort(key=self._order_key)
@@ -437,6 +447,8 @@ class WorkQueue(Generic[T]):
                     work.run(item)
                     work.kept(item)
                 work.finish_together(items)
+        except SoftTimeLimitExceeded:
+            raise
         except Exception:
             logger.debug("A batch of %s had a failure; working it item by item", self._label)
             return None
@@ -452,6 +464,8 @@ class WorkQueue(Generic[T]):
             try:
                 with transaction.atomic():
                     work.run(item)
+            except SoftTimeLimitExceeded:
+                raise
             except Exception as error:
                 work.dropped(item)
                 self._record_failure(item=item, token=token, error=error, outcome=outcome)
@@ -654,7 +668,50 @@ class WorkQueue(Generic[T]):
 
         Returns the number of rows claimed and whether work was left when the budget ran
         out (the caller then hands the rest to a fresh task).
+
+        When the task's soft time limit runs out (`SoftTimeLimitExceeded`, raised by the
+        Celery worker), the rows the batch under way still holds are handed back as a
+        failed attempt each (`TimeLimitReached`: retried by the queue's policy, or
+        dead-lettered once out of attempts) and the exception goes on to Celery.
         """
+        outer = getattr(_draining, "claims", None)
+        claims: list[tuple[WorkQueue[Any], uuid.UUID, list[Any]]] = []
+        _draining.claims = claims
+
+        def one() -> int:
+            claims.clear()
+            return batch()
+
+        try:
+            return self._drain(one, budget_seconds=budget_seconds)
+        except SoftTimeLimitExceeded:
+            for queue, token, items in claims:
+                queue.release(token=token, items=items)
+            raise
+        finally:
+            _draining.claims = outer
+
+    def release(self, *, token: uuid.UUID, items: list[T]) -> None:
+        """Records a failed attempt (`TimeLimitReached`) for each of `items` that claim
+        `token` still holds: as when an attempt raises, it is retried after the policy's
+        backoff (woken then) or dead-lettered. Rows done meanwhile are left alone. When the
+        database cannot be reached (the limit ran out inside a statement), the rows' lease
+        hands them on instead."""
+        error = TimeLimitReached("The task's time limit ran out while this row was held.")
+        outcome = BatchOutcome(claimed=len(items))
+        try:
+            for item in items:
+                self._record_failure(item=item, token=token, error=error, outcome=outcome)
+        except Exception:
+            logger.warning("Could not hand back %s; their lease will", self._label, exc_info=True)
+            return
+        work_outcomes_count(
+            self.label, done=0, retried=outcome.failed, dead_lettered=outcome.dead_lettered
+        )
+        if outcome.next_retry_at is not None:
+            self.wake_later(countdown=(outcome.next_retry_at - clock.now()).total_seconds())
+
+    def _drain(self, batch: Callable[[], int], *, budget_seconds: float) -> tuple[int, bool]:
         deadline = time.monotonic() + budget_seconds
         total = 0
         while True:

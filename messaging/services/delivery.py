@@ -20,6 +20,7 @@ from typing import Any
 
 import css_inline
 import dkim
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.core.mail.backends.smtp import EmailBackend as SmtpBackend
@@ -315,6 +316,8 @@ class _Sender:
         if not self.opened:
             try:
                 self.connection.open()
+            except SoftTimeLimitExceeded:
+                raise
             except Exception as error:
                 self.unreachable, _ = smtp_error(error)
                 return self.unreachable
@@ -324,6 +327,9 @@ class _Sender:
                 self._transmit(email, raw)
                 return Sent()
             self.connection.send_messages([message])
+        except SoftTimeLimitExceeded:
+            # The task's time is up: the kit hands the batch's rows back (drain).
+            raise
         except Exception as error:
             work_error, broken = smtp_error(error)
             if broken:

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Prefetch
@@ -372,6 +373,8 @@ def _open(
         transport = transport_open(credentials)
     except WorkError as error:
         return error
+    except SoftTimeLimitExceeded:
+        raise
     except Exception as error:
         logger.warning("Opening the %s transport failed", platform, exc_info=True)
         return WorkError(f"{type(error).__name__}: {error}", code="transport_error")
@@ -455,6 +458,9 @@ def _send_group(
                 continue
             try:
                 provider_message_id = transport.send(_target(installation), _payload(item))
+            except SoftTimeLimitExceeded:
+                # The task's time is up: the kit hands the batch's rows back (drain).
+                raise
             except Exception as raised:
                 error = raised if isinstance(raised, WorkError) else None
                 if error is None:

@@ -16,7 +16,7 @@ import jwt
 import orjson
 from django.conf import settings
 
-from config.guardedhttp import Answer
+from config.guardedhttp import Answer, Target
 from pushproviders.models import ApnsEnvironment
 from pushproviders.readiness import ApnsCredentials
 from pushproviders.transports.base import (
@@ -180,7 +180,7 @@ class ApnsTransport:
         return headers
 
     def _post(
-        self, url: httpx.URL, body: bytes, headers: list[tuple[bytes, bytes]], token: str
+        self, url: Target, body: bytes, headers: list[tuple[bytes, bytes]], token: str
     ) -> Answer:
         if self._authorization[0] != token:
             self._authorization = (token, f"bearer {token}".encode())

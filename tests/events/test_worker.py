@@ -16,6 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from config.celery import app as celery_app
+from config.workqueue import wake
 from events.conf import lease_seconds
 from events.models import Event, EventStatus
 from events.wake import events_wake_reset
@@ -47,12 +48,13 @@ def _database_url() -> str:
 
 
 class Worker:
-    def __init__(self, broker_url: str, marker: Path | None = None) -> None:
+    def __init__(self, broker_url: str, marker: Path | None = None, **settings: str) -> None:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings.test",
             "DATABASE_URL": _database_url(),
             "CELERY_BROKER_URL": broker_url,
+            **settings,
         }
         if marker is not None:
             env["EVENTS_TEST_BLOCK_MARKER"] = str(marker)
@@ -74,8 +76,8 @@ class Worker:
 def workers() -> Iterator[Callable[..., Worker]]:
     started: list[Worker] = []
 
-    def start(broker_url: str, marker: Path | None = None) -> Worker:
-        worker = Worker(broker_url, marker)
+    def start(broker_url: str, marker: Path | None = None, **settings: str) -> Worker:
+        worker = Worker(broker_url, marker, **settings)
         started.append(worker)
         return worker
 
@@ -202,3 +204,55 @@ def test_an_event_accepted_while_the_broker_is_down_is_processed_when_it_returns
     # What beat sends every few seconds.
     celery_app.send_task("events.sweep")
     _wait_for(lambda: _status(event_id) == EventStatus.PROCESSED)
+
+
+def test_an_event_whose_task_runs_past_its_soft_time_limit_is_handed_back_and_retried(
+    api, world, tmp_path, workers, private_broker
+):
+    world.project.event_retry_base_seconds = 4.0
+    world.project.save(update_fields=["event_retry_base_seconds"])
+    response = api.post(
+        "/events",
+        {"event": "order.completed", "email": "slow@example.com"},
+        key=world.keys["project"],
+    )
+    assert response.status_code == 202
+    event_id = response.json()["data"]["id"]
+    # A task message carries the time limits of the process that published it (this one's
+    # are the events queue's settings): the ingest's wake-up is replaced by one that may
+    # run 1 s, before any worker reads it.
+    assert wake.flush()
+    celery_app.control.purge()
+    celery_app.send_task("events.process_batch", soft_time_limit=1, time_limit=30)
+    # A prefork worker (the pool that enforces time limits), whose own tasks have the same
+    # limits; the handler blocks the first attempt only.
+    marker = tmp_path / "claimed"
+    worker = workers(
+        str(private_broker["url"]),
+        marker,
+        EVENTS_TEST_BLOCK_ONCE="1",
+        EVENTS_TEST_WORKER_POOL="prefork",
+        EVENTS_TASK_SOFT_TIME_LIMIT_SECONDS="1",
+        EVENTS_TASK_TIME_LIMIT_SECONDS="30",
+    )
+    _wait_for(marker.exists)
+
+    # The soft limit stopped the task; the kit recorded the claimed event as a failed
+    # attempt due for a retry by the project's policy (2 to 4 s after attempt 1).
+    _wait_for(lambda: _status(event_id) != EventStatus.PROCESSING, timeout=10)
+    event = Event.objects.get(id=event_id)
+    assert event.status == EventStatus.FAILED
+    assert event.error_code == "time_limit"
+    assert event.attempts == 1
+    assert event.claim_token is None
+    assert event.next_attempt_at is not None
+    assert event.next_attempt_at > timezone.now()
+    assert event.contact_id is None
+    assert worker.process.poll() is None, "the hard limit must not have killed the worker"
+
+    # The retry's wake-up reaches the same worker, whose second attempt goes through.
+    _wait_for(lambda: _status(event_id) == EventStatus.PROCESSED, timeout=30)
+    event.refresh_from_db()
+    assert event.attempts == 2
+    assert event.contact is not None
+    assert event.contact.email == "slow@example.com"

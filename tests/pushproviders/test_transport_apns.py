@@ -10,6 +10,7 @@ import pytest
 
 from bench import keys
 from bench.standins import ApnsStandin
+from config.libinternals import h2_encoders
 from pushproviders.readiness import ApnsCredentials
 from pushproviders.transports import PushPayload, PushSendError, PushTarget, apns, transport_open
 from pushproviders.transports.apns import ApnsTransport
@@ -62,8 +63,8 @@ def test_device_paths_and_ids_stay_out_of_the_connection_s_header_table(transpor
 
     assert standin.problems == []
     assert len(standin.delivered) == 4
-    [connection] = transport.client._pool.connections
-    table = connection._connection._h2_state.encoder.header_table
+    [encoder] = h2_encoders(transport.client._pool)
+    table = encoder.header_table
     entries = [(name, value) for name, value in table.dynamic_entries]
     # Only the first request, sent before httpcore let the connection be tuned, added its.
     assert [value for name, value in entries if name == b":path"] == [
