@@ -46,7 +46,7 @@ from config import clock
 from config.api.errors import ServiceError
 from contacts.models import Contact
 from events.selectors import WindowEvents
-from messaging.services.emails import Likely
+from messaging.services.email_batch import Likely
 from messaging.services.rendering import SampleEvent
 
 # `RunStep.outcome` of sends that had nobody to send to: every recipient suppressed, or no
