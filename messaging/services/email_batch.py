@@ -22,7 +22,7 @@ from messaging.services.emails import (
     _rendered,
     bare_address,
 )
-from messaging.services.rendering import EmailVersionRenderer
+from messaging.services.rendering_batch import EmailVersionRenderer
 from tenancy.models import Meter, Project
 from tenancy.usage import Reservation, usage_reserve
 

@@ -30,12 +30,8 @@ from messaging.selectors.templates import (
     template_version_published,
 )
 from messaging.services.delivery import EMAIL_QUEUE
-from messaging.services.rendering import (
-    EmailVersionRenderer,
-    EventLike,
-    render_email,
-    template_context,
-)
+from messaging.services.rendering import EventLike, render_email, template_context
+from messaging.services.rendering_batch import EmailVersionRenderer
 from tenancy.models import Meter, Project
 from tenancy.usage import usage_reserve
 
