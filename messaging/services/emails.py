@@ -27,11 +27,11 @@ from messaging.selectors.suppressions import suppressed_among
 from messaging.selectors.templates import (
     template_get,
     template_version_current,
-    template_version_published,
 )
 from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.rendering import EventLike, render_email, template_context
 from messaging.services.rendering_batch import EmailVersionRenderer
+from messaging.services.templates import template_published_to_send
 from tenancy.models import Meter, Project
 from tenancy.usage import usage_reserve
 
@@ -139,31 +139,6 @@ def _recipients(to: list[str], contact: Contact | None) -> list[str]:
     return to
 
 
-def _published_email_template(
-    project: Project, template_id: uuid.UUID
-) -> tuple[MessageTemplate, TemplateVersion]:
-    template = template_get(project=project, template_id=template_id)
-    if template is None:
-        raise ValidationFailed.at("template_id", "No such template.", code="not_found")
-    if template.channel != Channel.EMAIL:
-        raise ValidationFailed.at(
-            "template_id", "This is not an email template.", code="wrong_channel"
-        )
-    version = template_version_published(template=template)
-    if version is None:
-        raise Conflict(
-            "The template has no published version; publish it first.",
-            issues=[
-                Issue(
-                    code="not_published",
-                    path="template_id",
-                    message="The template has no published version.",
-                )
-            ],
-        )
-    return template, version
-
-
 def _sender(project: Project, given: str | None, template: MessageTemplate | None) -> str:
     sender = given or (template.from_email if template else None) or project.default_from
     if not sender:
@@ -216,11 +191,15 @@ def _rendered(
         template = version.template
     elif request.template_id is not None:
         if templates is None:
-            template, version = _published_email_template(project, request.template_id)
+            template, version = template_published_to_send(
+                project=project, template_id=request.template_id, channel=Channel.EMAIL
+            )
         else:
             found = templates.get((project.pk, request.template_id))
             if found is None:
-                found = _published_email_template(project, request.template_id)
+                found = template_published_to_send(
+                    project=project, template_id=request.template_id, channel=Channel.EMAIL
+                )
                 templates[(project.pk, request.template_id)] = found
             template, version = found
     if version is not None:

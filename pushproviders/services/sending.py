@@ -23,8 +23,8 @@ from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from contacts.selectors import contact_get
 from messaging.models import Channel, MessageTemplate, TemplateVersion
-from messaging.selectors.templates import template_get, template_version_published
 from messaging.services.rendering import EventLike, render_push, template_context
+from messaging.services.templates import template_published_to_send
 from pushproviders.models import (
     PushApp,
     PushDelivery,
@@ -146,31 +146,6 @@ def _installations_named(
     if issues:
         raise ValidationFailed(issues=issues)
     return [found[pk] for pk in ids]
-
-
-def _published_push_template(
-    project: Project, template_id: uuid.UUID
-) -> tuple[MessageTemplate, TemplateVersion]:
-    template = template_get(project=project, template_id=template_id)
-    if template is None:
-        raise _not_found("template_id", "No such template.")
-    if template.channel != Channel.PUSH:
-        raise ValidationFailed.at(
-            "template_id", "This is not a push template.", code="wrong_channel"
-        )
-    version = template_version_published(template=template)
-    if version is None:
-        raise Conflict(
-            "The template has no published version; publish it first.",
-            issues=[
-                Issue(
-                    code="not_published",
-                    path="template_id",
-                    message="The template has no published version.",
-                )
-            ],
-        )
-    return template, version
 
 
 # --- building the message ------------------------------------------------------------------
@@ -399,7 +374,9 @@ def push_send(
     version: TemplateVersion | None = None
     content: Content | _Renderer
     if template_id is not None:
-        template, version = _published_push_template(project, template_id)
+        template, version = template_published_to_send(
+            project=project, template_id=template_id, channel=Channel.PUSH
+        )
         content = _Renderer(project=project, version=version, data=data, event=event, extra=extra)
     else:
         content = Content(title=title, body=body, data=payload_data(data))
