@@ -30,7 +30,6 @@ from pushproviders.selectors import (
     push_message_get,
     push_provider_list,
 )
-from pushproviders.services.apps import push_app_create, push_app_delete, push_app_update
 from pushproviders.services.installations import (
     push_installation_delete,
     push_installation_register,
@@ -40,6 +39,7 @@ from pushproviders.services.providers import (
     push_provider_delete,
     push_provider_update,
 )
+from pushproviders.services.push_apps import push_app_create, push_app_delete, push_app_update
 from pushproviders.services.sending import push_open, push_send, push_test_send
 from tenancy.api.base import ProjectView
 from tenancy.models import Scope
