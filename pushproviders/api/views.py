@@ -34,13 +34,15 @@ from pushproviders.services.installations import (
     push_installation_delete,
     push_installation_register,
 )
+from pushproviders.services.opens import push_open
 from pushproviders.services.providers import (
     push_provider_create,
     push_provider_delete,
     push_provider_update,
 )
 from pushproviders.services.push_apps import push_app_create, push_app_delete, push_app_update
-from pushproviders.services.sending import push_open, push_send, push_test_send
+from pushproviders.services.sending import push_send
+from pushproviders.services.testsends import push_test_send
 from tenancy.api.base import ProjectView
 from tenancy.models import Scope
 
