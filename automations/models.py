@@ -14,6 +14,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from config import clock
+from config.versions import version_constraints
 from config.workqueue.models import WorkItem, due_index, lease_index
 from contacts.models import Contact
 from messaging.models import Email
@@ -98,23 +99,13 @@ class AutomationVersion(models.Model):
     published_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["automation", "version_number"], name="automation_version_number_unique"
-            ),
-            # Edits, publishes and restores race on these two: a second draft or a second
-            # published version cannot exist even if a lock were forgotten.
-            models.UniqueConstraint(
-                fields=["automation"],
-                condition=models.Q(state=AutomationVersionState.DRAFT),
-                name="automation_one_draft",
-            ),
-            models.UniqueConstraint(
-                fields=["automation"],
-                condition=models.Q(state=AutomationVersionState.PUBLISHED),
-                name="automation_one_published",
-            ),
-        ]
+        constraints = version_constraints(
+            parent="automation",
+            number_name="automation_version_number_unique",
+            prefix="automation",
+            draft=AutomationVersionState.DRAFT,
+            published=AutomationVersionState.PUBLISHED,
+        )
         indexes = [
             # Serves the cursor listing of an automation's versions.
             models.Index(fields=["automation", "created_at", "id"], name="autversion_list_idx"),

@@ -37,7 +37,7 @@ SEED_CODE = """
 import json, time
 from tenancy.models import Project
 from messaging.services.templates import template_create, template_publish
-from pushproviders.services.apps import push_app_create
+from pushproviders.services.push_apps import push_app_create
 from pushproviders.services.providers import push_provider_create
 from pushproviders.services.installations import push_installation_register
 from pushproviders.services.sending import push_send

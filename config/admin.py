@@ -140,6 +140,27 @@ class WorkQueueAdmin(BigTableAdmin):
         return HttpResponseRedirect(reverse(f"admin:{self._changelist_name()}_changelist"))
 
 
+class ErrorCodeFilter(admin.SimpleListFilter):
+    """A dead-letter list's filter by error code: the codes its model's dead-lettered rows
+    carry (`(none)` for rows without one)."""
+
+    title = "error"
+    parameter_name = "error"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        codes = (
+            model_admin.model._default_manager.filter(status="dead_lettered")
+            .order_by("error_code")
+            .values_list("error_code", flat=True)
+            .distinct()
+        )
+        return [(code, code or "(none)") for code in codes]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(error_code=value)
+
+
 class DeadLetterAdmin(WorkQueueAdmin):
     """The dead-letter queue of a work-queue table: only the rows whose retries ran out."""
 

@@ -13,7 +13,7 @@ from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked, stored_json_issues
 from config.db import binary_cursor
-from config.models import model_update
+from config.model_update import model_update
 from config.outbox import SystemEvent, system_event_emit, system_events_emit
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.hooks import contact_deleted_handlers

@@ -3,11 +3,10 @@
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from config.admin import BigTableAdmin, DeadLetterAdmin
-from events.models import DeadLetteredEvent, Event, EventStatus, EventType
+from config.admin import BigTableAdmin, DeadLetterAdmin, ErrorCodeFilter
+from events.models import DeadLetteredEvent, Event, EventType
 from events.services.deadletter import events_requeue
 
 _EVENT_FIELDS: list[Any] = [
@@ -48,24 +47,6 @@ class EventAdmin(BigTableAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-class ErrorCodeFilter(admin.SimpleListFilter):
-    title = "error"
-    parameter_name = "error"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        codes = (
-            Event.objects.filter(status=EventStatus.DEAD_LETTERED)
-            .order_by("error_code")
-            .values_list("error_code", flat=True)
-            .distinct()
-        )
-        return [(code, code or "(none)") for code in codes]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        return queryset if value is None else queryset.filter(error_code=value)
 
 
 @admin.register(DeadLetteredEvent)

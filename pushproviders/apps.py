@@ -9,7 +9,7 @@ register_contact_deleted_handler(
     "pushproviders.services.installations.installations_of_deleted_contact"
 )
 # Test sends of push templates (`POST /templates/{id}/test`) go through push sending.
-register_push_test_sender("pushproviders.services.sending.push_template_test_send")
+register_push_test_sender("pushproviders.services.testsends.push_template_test_send")
 # Push campaigns resolve their app, send their fan-out batches and read their progress here.
 register_push_campaign_handlers(
     app_resolver="pushproviders.services.campaigns.push_campaign_app_resolve",

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from tenancy.usage import usage_fold
+from tenancy.usage_days import usage_fold
 
 
 @shared_task(name="tenancy.fold_usage", ignore_result=True)

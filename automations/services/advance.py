@@ -26,13 +26,8 @@ from automations.models import (
     WaitStatus,
 )
 from automations.queue import RUN_QUEUE
-from automations.services.engine import (
-    History,
-    LiveEngine,
-    Verdict,
-    awaited_windows,
-    new_writes,
-)
+from automations.services.engine import History, Verdict, new_writes
+from automations.services.liveengine import LiveEngine, awaited_windows
 from automations.services.loads import Columns, cache_related
 from automations.services.writes import Writes
 from config import clock

@@ -17,7 +17,6 @@ cancellation request, a deleted or archived automation end the run `canceled` (w
 its job idle) at the step it would take until the automation is resumed.
 """
 
-import copy
 import datetime as dt
 import uuid
 from collections.abc import Callable, Mapping
@@ -25,12 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from automations.conf import wait_recheck_seconds
-from automations.definition.conditions import condition_holds, payload_value
+from automations.definition.conditions import condition_holds
 from automations.definition.durations import parse_duration
 from automations.models import (
     FINISHED_RUN_STATUSES,
     AutomationRun,
-    AutomationStatus,
     AutomationVersion,
     AutomationVersionState,
     RunStatus,
@@ -47,21 +45,9 @@ from automations.services.writes import Writes
 from config import clock
 from config.api.errors import ServiceError
 from contacts.models import Contact
-from contacts.normalization import merge_fields
-from contacts.services import contact_update
-from events.selectors import EventWindow, WindowEvents, events_in_windows
-from messaging.selectors.suppressions import suppressed_among
-from messaging.selectors.templates import (
-    template_get,
-    template_version_current,
-    template_version_published,
-)
-from messaging.services.emails import EmailRequest, Likely
-from messaging.services.rendering import SampleEvent, render_email, render_push, template_context
-from pushproviders.selectors import push_installation_list
-from pushproviders.services.sending import push_send
-from tenancy.models import Meter
-from tenancy.usage import usage_record
+from events.selectors import WindowEvents
+from messaging.services.email_batch import Likely
+from messaging.services.rendering import SampleEvent
 
 # `RunStep.outcome` of sends that had nobody to send to: every recipient suppressed, or no
 # active device. The step is completed: the run goes on.
@@ -481,278 +467,3 @@ def _first_correlated(
         if wait_correlates(wait, payload):
             return event_id, payload
     return None
-
-
-class LiveEngine(Engine):
-    """A live run: sends are stored and delivered by their workers, waits park the run's
-    job until their deadline (or an event).
-
-    A wait is decided by when its event was accepted, not by when a worker got to it: an
-    event of its name accepted while it was open (from its `created_at`, included, to its
-    deadline, excluded) matches it. Past the deadline the engine reads that window
-    (`awaited`, one statement per batch for all its such waits): while an event of the
-    wait's project and name accepted in it is unprocessed (a backlog, or a worker that
-    died holding it until its lease ran out), the run stays waiting and looks again every
-    `AUTOMATIONS_WAIT_RECHECK_SECONDS`, the event matching it directly once processed
-    (`triggers.waits_match`); an event of the contact processed before the wait was
-    stored matches it now; else it times out."""
-
-    def __init__(
-        self,
-        *,
-        run: AutomationRun,
-        history: History,
-        writes: Writes | None = None,
-        windows: dict[uuid.UUID, WindowEvents] | None = None,
-    ) -> None:
-        super().__init__(run=run, history=history, writes=writes)
-        self.windows = windows if windows is not None else {}
-
-    def awaited(self, wait: RunWait) -> WindowEvents | None:
-        if wait.event is None:
-            return None  # a plain `wait`: only its duration decides
-        if wait.pk not in self.windows:
-            self.windows.update(awaited_windows([wait]))
-        return self.windows[wait.pk]
-
-    def stopping(self) -> str | None:
-        automation = self.automation
-        if automation.status == AutomationStatus.ARCHIVED:
-            return TerminalReason.ARCHIVED
-        if automation.deleted_at is not None or self.run.cancellation_requested_at is not None:
-            return TerminalReason.CANCELED
-        return None
-
-    def held(self) -> bool:
-        return self.automation.status == AutomationStatus.PAUSED
-
-    def _contact(self) -> Contact:
-        if self.contact is None or self.contact.deleted_at is not None:
-            raise StepFailed("The run's contact was deleted.")
-        return self.contact
-
-    def send_email(self, step: Mapping[str, Any], row: RunStep) -> None:
-        contact = self._contact()
-        if not contact.email:
-            raise StepFailed("The contact has no email address.")
-        # Checked and rendered now (a step that cannot send fails here); stored, and
-        # checked against the suppression list, with the rest of the writes.
-        email = self.writes.emails.add(
-            project=self.run.project,
-            request=EmailRequest(
-                to=[],
-                contact_id=contact.id,
-                template_id=uuid.UUID(step["template_id"]),
-                from_email=step.get("from"),
-                event=self.trigger_event(),
-                variables=self.variables(),
-            ),
-            contact=contact,
-        )
-        self.writes.email(row, email)
-
-    def send_push(self, step: Mapping[str, Any], row: RunStep) -> None:
-        contact = self._contact()
-        try:
-            message, _ = push_send(
-                project=self.run.project,
-                # Every app of the project: the contact's active devices, whichever app.
-                app_ref=None,
-                contact_id=contact.id,
-                template_id=uuid.UUID(step["template_id"]),
-                event=self.trigger_event(),
-                extra=self.variables(),
-            )
-        except ServiceError as error:
-            if any(issue.code == "no_installations" for issue in error.issues):
-                row.outcome = OUTCOME_NO_DEVICES
-                return
-            raise
-        row.push_id = message.id
-
-    def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
-        contact = self._contact()
-        self.contact = contact_update(
-            project=self.run.project, contact_id=contact.id, fields=dict(step["fields"])
-        )
-
-    def enter_wait(self, step: Mapping[str, Any], row: RunStep) -> Verdict:
-        now = self.now()
-        wait = self.open_wait(step, row, timeout_at=now + self.duration_of(step))
-        self.writes.wait(wait)
-        # Metered after the step's transaction commits; test runs' simulated waits are not.
-        usage_record(project=self.run.project, meter=Meter.WAITS_CREATED)
-        self.history.add_wait(wait)
-        row.status = StepStatus.WAITING
-        self._record(row)
-        self.run.status = RunStatus.WAITING
-        return Verdict("park", wait.timeout_at)
-
-
-def awaited_windows(waits: list[RunWait]) -> dict[uuid.UUID, WindowEvents]:
-    """The events accepted while each `wait_for_event` wait was open, by wait."""
-    waits = [wait for wait in waits if wait.event is not None]
-    found = events_in_windows(
-        windows=[
-            EventWindow(
-                project_id=wait.project_id,
-                contact_id=wait.contact_id,
-                event=str(wait.event),
-                opened=wait.created_at,
-                deadline=wait.timeout_at,
-            )
-            for wait in waits
-        ]
-    )
-    return {wait.pk: held for wait, held in zip(waits, found, strict=True)}
-
-
-@dataclass
-class InjectedEvent:
-    """An event a test run pretends arrives `at` (its start plus `after`)."""
-
-    event: str
-    payload: dict[str, Any]
-    at: Any
-    used: bool = False
-
-
-class TestEngine(Engine):
-    """A test run: the whole run inside the request on a virtual clock. Sends are rendered
-    and kept on their step (nothing is stored to be delivered), `update_contact` changes a
-    copy of the contact, and a wait resolves at once: matched by the first injected event
-    of its name that comes before its deadline (and after it began), else timed out at its
-    deadline; either way the clock moves there."""
-
-    test = True
-
-    def __init__(
-        self,
-        *,
-        run: AutomationRun,
-        history: History,
-        contact: Contact | None,
-        events: list[InjectedEvent],
-        step_limit: int,
-    ) -> None:
-        super().__init__(run=run, history=history)
-        # A contact not stored (a test by email alone) or a copy of a stored one, which
-        # `update_contact` may change without touching the real one.
-        self.contact = copy.copy(contact) if contact is not None else None
-        self.events = sorted(events, key=lambda each: each.at)
-        self.limit = step_limit
-
-    def now(self) -> Any:
-        return self.run.virtual_now
-
-    def step_limit(self) -> int:
-        return self.limit
-
-    def _template(self, step: Mapping[str, Any], channel: str) -> Any:
-        template = template_get(project=self.run.project, template_id=step["template_id"])
-        if template is None or template.channel != channel:
-            raise StepFailed(f"The {channel} template {step['template_id']} does not exist.")
-        # What a live run would send; before the template's first publish, its draft.
-        version = template_version_published(template=template) or template_version_current(
-            template=template
-        )
-        if version is None:
-            raise StepFailed("The template has nothing to send.")
-        return template, version
-
-    def _variables(self) -> dict[str, Any]:
-        return template_context(
-            project=self.run.project,
-            contact=self.contact,
-            event=self.trigger_event(),
-            extra=self.variables(),
-        )
-
-    def send_email(self, step: Mapping[str, Any], row: RunStep) -> None:
-        template, version = self._template(step, "email")
-        if self.contact is None or not self.contact.email:
-            raise StepFailed("The contact has no email address.")
-        sender = step.get("from") or template.from_email or self.run.project.default_from
-        if not sender:
-            raise StepFailed(
-                "No sender: the step has no `from`, the template none and the project no "
-                "`default_from`."
-            )
-        rendered = render_email(version, self._variables())
-        row.rendered = {
-            "from": sender,
-            "to": [self.contact.email],
-            **rendered.content(),
-            "template_version_id": str(version.id),
-            "undefined_variables": rendered.undefined_variables,
-        }
-        if suppressed_among(project=self.run.project, emails=[self.contact.email]):
-            row.outcome = OUTCOME_SUPPRESSED
-
-    def send_push(self, step: Mapping[str, Any], row: RunStep) -> None:
-        _, version = self._template(step, "push")
-        rendered = render_push(version, self._variables())
-        devices = 0
-        if self.contact is not None and self.contact.pk is not None:
-            devices = (
-                push_installation_list(project=self.run.project, contact_id=self.contact.pk)
-                .filter(active=True)
-                .count()
-            )
-        row.rendered = {
-            **rendered.content(),
-            "template_version_id": str(version.id),
-            "installations": devices,
-            "undefined_variables": rendered.undefined_variables,
-        }
-        if not devices:
-            row.outcome = OUTCOME_NO_DEVICES
-
-    def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
-        if self.contact is None:
-            raise StepFailed("The run has no contact to update.")
-        self.contact.fields = merge_fields(dict(self.contact.fields or {}), dict(step["fields"]))
-        row.rendered = {"fields": step["fields"]}
-
-    def _matching(self, step: Mapping[str, Any], start: Any, deadline: Any) -> InjectedEvent | None:
-        run = self.run
-        for injected in self.events:
-            if injected.used or injected.event != step["event"]:
-                continue
-            if not start <= injected.at < deadline:
-                continue
-            correlated = run.correlation_value is not None and run.correlation_key
-            if correlated and (
-                payload_value(injected.payload, run.correlation_key or "") != run.correlation_value
-            ):
-                continue
-            return injected
-        return None
-
-    def enter_wait(self, step: Mapping[str, Any], row: RunStep) -> str | None:
-        start = self.now()
-        deadline = start + self.duration_of(step)
-        wait = self.open_wait(step, row, timeout_at=deadline)
-        injected = (
-            self._matching(step, start, deadline)
-            if step["type"] == StepType.WAIT_FOR_EVENT
-            else None
-        )
-        if injected is not None:
-            injected.used = True
-            wait.status, wait.resolved_at = WaitStatus.MATCHED, injected.at
-            wait.matched_payload = injected.payload
-            outcome = OUTCOME_EVENT
-        else:
-            wait.status, wait.resolved_at = WaitStatus.TIMED_OUT, deadline
-            outcome = OUTCOME_TIMEOUT
-        self.run.virtual_now = wait.resolved_at
-        # Stored resolved: a test run's wait is never open, so no real event can match it.
-        self.writes.wait(wait)
-        self.history.add_wait(wait)
-        row.completed_at = wait.resolved_at
-        if step["type"] == StepType.WAIT_FOR_EVENT:
-            row.outcome = outcome
-        self._record(row)
-        self.run.completed_step_key = row.step_key
-        return self.following_wait(step, outcome)

@@ -25,7 +25,8 @@ from automations.models import (
     RunStatus,
 )
 from automations.selectors import automation_get, automation_run_get, automation_version_get
-from automations.services.engine import History, InjectedEvent, TestEngine
+from automations.services.engine import History
+from automations.services.testengine import InjectedEvent, TestEngine
 from automations.services.triggers import contact_facts
 from config import clock
 from config.api.errors import Issue, Unprocessable, ValidationFailed, or_404

@@ -21,7 +21,7 @@ from typing import Any
 from automations.models import AutomationRun, RunStep, RunWait
 from config.bulk import rows_insert, rows_update
 from messaging.models import Email, EmailStatus
-from messaging.services.emails import EmailBatch, Likely
+from messaging.services.email_batch import EmailBatch, Likely
 
 # What changes on a step or a wait the run already had (resumed, failed).
 STEP_CHANGES = ["status", "completed_at", "outcome", "error"]

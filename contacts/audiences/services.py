@@ -10,7 +10,7 @@ from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked
 from config.db import binary_cursor
-from config.models import model_update
+from config.model_update import model_update
 from config.outbox import SystemEvent, system_events_emit
 from contacts.audiences.errors import NameTaken, PropertyKeyTaken
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
 from config.db import binary_cursor
-from config.models import model_update
+from config.model_update import model_update
 from config.outbox import SystemEvent, system_events_emit
 from contacts.services import contact_event_emit, contact_get_for_update, contacts_lock_active
 from contacts.topics.errors import TopicNameTaken

@@ -7,13 +7,11 @@ from email.message import EmailMessage
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from config.admin import DeadLetterAdmin, ReadOnlyModelAdmin
-from config.workqueue.models import WorkStatus
+from config.admin import DeadLetterAdmin, ErrorCodeFilter, ReadOnlyModelAdmin
 from messaging.models import CapturedMessage, DeadLetteredEmailDelivery, Email, EmailDelivery
 from messaging.services.deadletter import email_deliveries_requeue
 
@@ -91,24 +89,6 @@ class EmailAdmin(ReadOnlyModelAdmin):
         return f"{delivery.status} after {delivery.attempts} attempt(s){error}"
 
 
-class DeliveryErrorCodeFilter(admin.SimpleListFilter):
-    title = "error"
-    parameter_name = "error"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        codes = (
-            EmailDelivery.objects.filter(status=WorkStatus.DEAD_LETTERED)
-            .order_by("error_code")
-            .values_list("error_code", flat=True)
-            .distinct()
-        )
-        return [(code, code or "(none)") for code in codes]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        return queryset if value is None else queryset.filter(error_code=value)
-
-
 _DELIVERY_FIELDS = (
     "email",
     "project",
@@ -129,7 +109,7 @@ class DeadLetteredEmailDeliveryAdmin(DeadLetterAdmin):
     requeue one or many: the email goes back to `queued` and the workers are woken."""
 
     list_display = ["email", "project", "error_code", "short_error", "attempts", "created_at"]
-    list_filter = [DeliveryErrorCodeFilter]
+    list_filter = [ErrorCodeFilter]
     list_select_related = ["email", "email__project"]
     search_fields = ["=email__id", "=email__message_id", "last_error"]
     search_help_text = "Email id or Message-ID (exact), or words of the last error."

@@ -5,6 +5,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from config.versions import version_constraints
 from tenancy.models import Project
 
 
@@ -69,23 +70,13 @@ class TemplateVersion(models.Model):
     published_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["template", "version_number"], name="template_version_number_unique"
-            ),
-            # Edits, publishes and restores race on these two: a second draft or a second
-            # published version cannot exist even if a lock were forgotten.
-            models.UniqueConstraint(
-                fields=["template"],
-                condition=models.Q(state=VersionState.DRAFT),
-                name="template_one_draft",
-            ),
-            models.UniqueConstraint(
-                fields=["template"],
-                condition=models.Q(state=VersionState.PUBLISHED),
-                name="template_one_published",
-            ),
-        ]
+        constraints = version_constraints(
+            parent="template",
+            number_name="template_version_number_unique",
+            prefix="template",
+            draft=VersionState.DRAFT,
+            published=VersionState.PUBLISHED,
+        )
         indexes = [
             # Serves the cursor listing of a template's versions.
             models.Index(fields=["template", "created_at", "id"], name="tplversion_template_idx"),

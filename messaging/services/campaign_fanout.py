@@ -64,7 +64,8 @@ from messaging.services.campaign_progress import campaigns_finish
 from messaging.services.campaigns import Actor, campaign_history_record
 from messaging.services.email_store import emails_insert
 from messaging.services.emails import bare_address
-from messaging.services.rendering import EmailRenderer, contact_variables
+from messaging.services.rendering import contact_variables
+from messaging.services.rendering_batch import EmailRenderer
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from django.db import transaction
 
 from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
-from config.models import model_update
+from config.model_update import model_update
 from config.workqueue.models import DUE_STATUSES, WorkStatus
 from contacts.audiences.models import Audience
 from contacts.audiences.selectors import audience_get

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from config import clock
-from config.api.errors import Issue, NotFound, ValidationFailed, or_404
+from config.api.errors import Conflict, Issue, NotFound, ValidationFailed, or_404
 from contacts.selectors import contact_get
 from messaging.errors import DraftIncomplete, NoDraftToPublish
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion, VersionState
@@ -22,6 +22,7 @@ from messaging.selectors.templates import (
     template_get,
     template_version_current,
     template_version_get,
+    template_version_published,
     with_version_ids,
 )
 from messaging.services.rendering import (
@@ -36,6 +37,11 @@ from messaging.services.rendering import (
 from tenancy.models import Project
 
 CONTENT_FIELDS = ("subject", "html", "text", "title", "body", "data")
+# What a send naming a template of the other channel is told, by the channel it wanted.
+NOT_OF_CHANNEL: dict[str, str] = {
+    Channel.EMAIL: "This is not an email template.",
+    Channel.PUSH: "This is not a push template.",
+}
 
 
 def _content_checked(channel: str, content: Mapping[str, Any]) -> dict[str, Any]:
@@ -260,3 +266,29 @@ def template_preview(
             raise ValidationFailed.at("contact_id", "No such contact.", code="not_found")
     variables = template_context(project=project, contact=contact, event=event, data=data)
     return render_version(version, variables)
+
+
+def template_published_to_send(
+    *, project: Project, template_id: uuid.UUID, channel: str
+) -> tuple[MessageTemplate, TemplateVersion]:
+    """The template a send names (`template_id`) and its published version: 400 when the
+    template is unknown or of another channel, 409 when it has no published version. The
+    one check of every sender of a template, email or push."""
+    template = template_get(project=project, template_id=template_id)
+    if template is None:
+        raise ValidationFailed.at("template_id", "No such template.", code="not_found")
+    if template.channel != channel:
+        raise ValidationFailed.at("template_id", NOT_OF_CHANNEL[channel], code="wrong_channel")
+    version = template_version_published(template=template)
+    if version is None:
+        raise Conflict(
+            "The template has no published version; publish it first.",
+            issues=[
+                Issue(
+                    code="not_published",
+                    path="template_id",
+                    message="The template has no published version.",
+                )
+            ],
+        )
+    return template, version

@@ -5,7 +5,8 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api.errors import ValidationFailed, or_404
+from config.api.errors import or_404
+from config.api.idempotency import idempotency_key
 from config.api.pagination import paginate
 from pushproviders.api.serializers import (
     PushAppCreateSerializer,
@@ -29,17 +30,19 @@ from pushproviders.selectors import (
     push_message_get,
     push_provider_list,
 )
-from pushproviders.services.apps import push_app_create, push_app_delete, push_app_update
 from pushproviders.services.installations import (
     push_installation_delete,
     push_installation_register,
 )
+from pushproviders.services.opens import push_open
 from pushproviders.services.providers import (
     push_provider_create,
     push_provider_delete,
     push_provider_update,
 )
-from pushproviders.services.sending import push_open, push_send, push_test_send
+from pushproviders.services.push_apps import push_app_create, push_app_delete, push_app_update
+from pushproviders.services.sending import push_send
+from pushproviders.services.testsends import push_test_send
 from tenancy.api.base import ProjectView
 from tenancy.models import Scope
 
@@ -176,17 +179,6 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 
 
-def _idempotency_key(request: Request) -> str | None:
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
-        return None
-    if not 1 <= len(key) <= 255 or not key.isprintable():
-        raise ValidationFailed.at(
-            "Idempotency-Key", "Must be 1 to 255 printable characters.", code="invalid"
-        )
-    return key
-
-
 class PushSendView(ProjectView):
     """Sends a notification to a contact's installations of an app, or to installations."""
 
@@ -202,7 +194,7 @@ class PushSendView(ProjectView):
         operation_id="push_send",
     )
     def post(self, request: Request) -> Response:
-        key = _idempotency_key(request)
+        key = idempotency_key(request)
         body = self.validated(PushSendSerializer)
         message, created = push_send(
             project=self.project,

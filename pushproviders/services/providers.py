@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 
 from config import secrets
 from config.api.errors import Issue, NotFound, ValidationFailed, or_404
-from config.models import model_update
+from config.model_update import model_update
 from pushproviders import credentials
 from pushproviders.credentials import CredentialInvalid
 from pushproviders.errors import ProviderPlatformTaken

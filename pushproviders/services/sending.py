@@ -1,6 +1,6 @@
 """Sending push notifications: validation, rendering per recipient contact, the message
-with one delivery per installation stored in one transaction and queued after commit,
-test sends, and opens. Delivery (the provider side) is pushproviders/services/delivery.py.
+with one delivery per installation stored in one transaction and queued after commit.
+Test sends are testsends.py, opens opens.py; delivery (the provider side) is delivery.py.
 
 An installation whose platform's provider is missing, disabled or not ready gets a
 `failed` delivery with the reason at once (nothing is sent to it, it stays active); the
@@ -18,13 +18,13 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from config import clock
-from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed, or_404
+from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
 from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from contacts.selectors import contact_get
 from messaging.models import Channel, MessageTemplate, TemplateVersion
-from messaging.selectors.templates import template_get, template_version_published
 from messaging.services.rendering import EventLike, render_push, template_context
+from messaging.services.templates import template_published_to_send
 from pushproviders.models import (
     PushApp,
     PushDelivery,
@@ -42,8 +42,6 @@ from tenancy.usage import Reservation, usage_reserve
 IDEMPOTENCY_WINDOW = dt.timedelta(hours=24)
 # Installations one send may name; a contact's own are not bounded here.
 MAX_INSTALLATIONS = 100
-TEST_TITLE = "Test notification"
-TEST_BODY = "Push notifications reach this device."
 
 
 def payload_data(value: Mapping[str, Any] | None) -> dict[str, str]:
@@ -146,31 +144,6 @@ def _installations_named(
     if issues:
         raise ValidationFailed(issues=issues)
     return [found[pk] for pk in ids]
-
-
-def _published_push_template(
-    project: Project, template_id: uuid.UUID
-) -> tuple[MessageTemplate, TemplateVersion]:
-    template = template_get(project=project, template_id=template_id)
-    if template is None:
-        raise _not_found("template_id", "No such template.")
-    if template.channel != Channel.PUSH:
-        raise ValidationFailed.at(
-            "template_id", "This is not a push template.", code="wrong_channel"
-        )
-    version = template_version_published(template=template)
-    if version is None:
-        raise Conflict(
-            "The template has no published version; publish it first.",
-            issues=[
-                Issue(
-                    code="not_published",
-                    path="template_id",
-                    message="The template has no published version.",
-                )
-            ],
-        )
-    return template, version
 
 
 # --- building the message ------------------------------------------------------------------
@@ -399,7 +372,9 @@ def push_send(
     version: TemplateVersion | None = None
     content: Content | _Renderer
     if template_id is not None:
-        template, version = _published_push_template(project, template_id)
+        template, version = template_published_to_send(
+            project=project, template_id=template_id, channel=Channel.PUSH
+        )
         content = _Renderer(project=project, version=version, data=data, event=event, extra=extra)
     else:
         content = Content(title=title, body=body, data=payload_data(data))
@@ -430,78 +405,3 @@ def _quota(project: Project, targets: list[_Target]) -> Reservation:
     """Counts the deliveries that will be queued against the monthly push quota."""
     queued = sum(1 for target in targets if target.problem is None)
     return usage_reserve(project=project, meter=Meter.PUSH_SENT, count=queued)
-
-
-def _one_installation(project: Project, installation_id: uuid.UUID) -> PushInstallation:
-    return _installations_named(project, None, [installation_id], path="installation_id")[0]
-
-
-def push_test_send(
-    *,
-    project: Project,
-    installation_id: uuid.UUID,
-    title: str | None = None,
-    body: str | None = None,
-) -> PushMessage:
-    """Sends a test notification to one installation (`POST /push/tests`)."""
-    installation = _one_installation(project, installation_id)
-    content = Content(title=title or TEST_TITLE, body=body or TEST_BODY, data={})
-    targets = _targets([installation], content)
-    with _quota(project, targets):
-        return _store(project=project, app=installation.app, targets=targets, test=True)
-
-
-def push_template_test_send(
-    *,
-    project: Project,
-    version: TemplateVersion,
-    installation_id: uuid.UUID,
-    data: Mapping[str, Any] | None,
-    contact_id: uuid.UUID | None,
-) -> uuid.UUID:
-    """Messaging's push test sender (messaging/hooks.py): `version` rendered for the
-    contact `contact_id` (else the installation's own) and sent once to the installation."""
-    installation = _one_installation(project, installation_id)
-    contact = _contact(project, contact_id) if contact_id is not None else None
-    renderer = _Renderer(
-        project=project, version=version, data=data, event=None, extra=None, contact=contact
-    )
-    message = _store(
-        project=project,
-        app=installation.app,
-        targets=_targets([installation], renderer),
-        template=version.template,
-        version=version,
-        test=True,
-    )
-    return message.pk
-
-
-def push_open(
-    *, project: Project, push_id: uuid.UUID, installation_id: uuid.UUID
-) -> tuple[PushDelivery, bool]:
-    """Records that the installation opened the message's notification; returns its
-    delivery and whether this was the first report (which records `sendrealm.push.open`;
-    later ones change nothing)."""
-    message = or_404(
-        PushMessage.objects.filter(project=project, pk=push_id).select_related("project").first(),
-        "No such push message.",
-    )
-    delivery = PushDelivery.objects.filter(message=message, installation_id=installation_id).first()
-    if delivery is None:
-        raise _not_found("installation_id", "The message was not sent to this installation.")
-    delivery.message = message
-    now = clock.now()
-    with transaction.atomic():
-        first = bool(
-            PushDelivery.objects.filter(pk=delivery.pk, opened_at__isnull=True).update(
-                opened_at=now
-            )
-        )
-        if first:
-            push_event_emit(name="push.open", message=message, delivery=delivery)
-    if first:
-        delivery.opened_at = now
-    else:
-        delivery.refresh_from_db(fields=["opened_at"])
-    return delivery, first

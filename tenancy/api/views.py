@@ -10,7 +10,8 @@ from tenancy.api.base import ProjectView
 from tenancy.api.serializers import ProjectSerializer, ProjectUpdateSerializer, UsageSerializer
 from tenancy.selectors import plan_terms_get, project_list_for_key
 from tenancy.services import project_update
-from tenancy.usage import MAX_RANGE_DAYS, METERS, month_start, today, usage_days
+from tenancy.usage import MAX_RANGE_DAYS, METERS, month_start, today
+from tenancy.usage_days import usage_days
 
 
 class ProjectListView(ProjectView):

@@ -13,7 +13,7 @@ from contacts.models import Contact
 from events.models import Event
 from events.services.processing import events_process_batch
 from messaging.models import Email, EmailStatus
-from tests.automations.engine import (
+from tests.automations.api_driver import (
     action,
     automation,
     drain,

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from automations.models import TriggerStamp
 from automations.services.triggers import project_triggers
 from events.services.processing import events_process_batch
-from tests.automations.engine import action, automation, event, forget_triggers, runs
+from tests.automations.api_driver import action, automation, event, forget_triggers, runs
 from tests.automations.factories import AutomationFactory
 
 pytestmark = pytest.mark.django_db

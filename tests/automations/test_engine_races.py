@@ -22,7 +22,7 @@ from contacts.models import Contact
 from events.services.processing import events_process_batch
 from messaging.models import Email
 from messaging.services.delivery import emails_deliver_batch
-from tests.automations.engine import (
+from tests.automations.api_driver import (
     automation,
     drain,
     email_template,

@@ -9,7 +9,7 @@ from automations.models import AutomationEntry, AutomationRun, RunJob
 from contacts.models import Contact
 from messaging.models import Email
 from pushproviders.models import PushMessage
-from tests.automations.engine import (
+from tests.automations.api_driver import (
     automation,
     drain,
     email_template,

@@ -16,7 +16,14 @@ from events.conf import lease_seconds
 from events.models import Event, EventStatus
 from events.selectors import EventWindow, events_in_windows
 from events.services.processing import events_claim, events_process_batch
-from tests.automations.engine import automation, drain, event, forget_triggers, one_run, steps_of
+from tests.automations.api_driver import (
+    automation,
+    drain,
+    event,
+    forget_triggers,
+    one_run,
+    steps_of,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -22,7 +22,7 @@ from automations.services.advance import runs_advance_batch
 from events.services.processing import events_process_batch
 from tenancy.models import KeyKind, Meter, Plan
 from tenancy.services import api_key_create, api_key_revoke, team_plan_set
-from tests.automations.engine import action, automation, event, runs
+from tests.automations.api_driver import action, automation, event, runs
 from tests.factories import PlanFactory
 from tests.processes import ROOT
 

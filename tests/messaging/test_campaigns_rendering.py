@@ -11,12 +11,8 @@ import pytest
 from contacts.models import Contact
 from messaging.errors import TemplateRenderFailed
 from messaging.models import TemplateVersion
-from messaging.services.rendering import (
-    OUTPUT_LIMIT_BYTES,
-    EmailRenderer,
-    render_email,
-    template_context,
-)
+from messaging.services.rendering import OUTPUT_LIMIT_BYTES, render_email, template_context
+from messaging.services.rendering_batch import EmailRenderer
 from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db

@@ -337,7 +337,7 @@ def test_a_template_test_send_uses_the_draft(api, world):
 def test_a_push_template_test_send_is_a_conflict_without_push_sending(api, world):
     template = MessageTemplateFactory(project=world.project, channel="push")
     TemplateVersionFactory(template=template, push=True)
-    sender = "pushproviders.services.sending.push_template_test_send"
+    sender = "pushproviders.services.testsends.push_template_test_send"
     unregister_push_test_sender(sender)
     try:
         response = api.post(

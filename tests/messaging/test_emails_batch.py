@@ -10,7 +10,8 @@ from django.test.utils import CaptureQueriesContext
 
 from config.api.errors import Conflict, PlanLimitExceeded, ValidationFailed
 from messaging.models import Email, EmailDelivery, EmailStatus
-from messaging.services.emails import EmailBatch, EmailRequest, email_send_many
+from messaging.services.email_batch import EmailBatch, email_send_many
+from messaging.services.emails import EmailRequest
 from tenancy.services import team_plan_set
 from tests.contacts.factories import ContactFactory
 from tests.factories import PlanFactory

@@ -145,7 +145,8 @@ def test_output_is_bounded(world):
     ],
 )
 def test_a_version_renderer_renders_as_render_email(world, subject, html, text):
-    from messaging.services.rendering import EmailVersionRenderer, render_email
+    from messaging.services.rendering import render_email
+    from messaging.services.rendering_batch import EmailVersionRenderer
 
     version = TemplateVersionFactory(
         template__project=world.project, subject=subject, html=html, text=text

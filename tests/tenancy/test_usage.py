@@ -18,18 +18,8 @@ from messaging.services.delivery import emails_deliver_batch
 from pushproviders.models import PushMessage
 from tenancy.models import Meter, UsageDay, UsageFold
 from tenancy.services import team_plan_set
-from tenancy.usage import (
-    _FOLD_CLAIM,
-    DIRTY,
-    FOLDING,
-    _fold_one,
-    _script,
-    day_key,
-    usage_days,
-    usage_flush,
-    usage_fold,
-    usage_record,
-)
+from tenancy.usage import DIRTY, _script, day_key, usage_flush, usage_record
+from tenancy.usage_days import _FOLD_CLAIM, FOLDING, _fold_one, usage_days, usage_fold
 from tests.automations.factories import AutomationFactory
 from tests.factories import PlanFactory
 from tests.messaging.factories_templates import TemplateVersionFactory

@@ -10,7 +10,8 @@ import pytest
 from events.models import Event
 from tenancy.models import Meter, UsageDay
 from tenancy.services import team_plan_set
-from tenancy.usage import _buffer, usage_days, usage_flush, usage_fold, usage_record
+from tenancy.usage import _buffer, usage_flush, usage_record
+from tenancy.usage_days import usage_days, usage_fold
 from tests.conftest import Api
 from tests.contacts.test_contacts_races import run_in_threads
 from tests.factories import PlanFactory

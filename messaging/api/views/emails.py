@@ -7,7 +7,8 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api.errors import ValidationFailed, or_404
+from config.api.errors import or_404
+from config.api.idempotency import idempotency_key
 from config.api.pagination import paginate
 from messaging.api.serializers.emails import (
     EmailCreateSerializer,
@@ -26,17 +27,6 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
     OpenApiParameter.HEADER,
     description="Sends once per key and project within 24 h; a repeat returns the first email.",
 )
-
-
-def _idempotency_key(request: Request) -> str | None:
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
-        return None
-    if not 1 <= len(key) <= 255 or not key.isprintable():
-        raise ValidationFailed.at(
-            "Idempotency-Key", "Must be 1 to 255 printable characters.", code="invalid"
-        )
-    return key
 
 
 class EmailListView(ProjectView):
@@ -59,7 +49,7 @@ class EmailListView(ProjectView):
         operation_id="emails_create",
     )
     def post(self, request: Request) -> Response:
-        key = _idempotency_key(request)
+        key = idempotency_key(request)
         body = self.validated(EmailCreateSerializer)
         values = body
         email, created = email_send(

@@ -1,5 +1,5 @@
-"""Helpers of the run engine tests: templates and automations made through the API, events
-sent through the API, and the workers' loop run in-process."""
+"""Drives the run engine tests through the API: templates and automations made, and
+events sent, through the API, and the workers' loop run in-process."""
 
 import copy
 from typing import Any

@@ -1,4 +1,4 @@
-"""Model helpers shared by every app's services."""
+"""The one way services change some fields of a row (`model_update`)."""
 
 from collections.abc import Mapping
 from typing import Any
