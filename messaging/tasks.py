@@ -6,10 +6,11 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
+from messaging.queue import EMAIL_QUEUE
 from messaging.services.campaign_fanout import CAMPAIGN_FANOUT_QUEUE, campaign_fanout_due
 from messaging.services.campaign_progress import campaigns_finish_stale
 from messaging.services.campaign_sending import campaigns_start_due
-from messaging.services.delivery import EMAIL_QUEUE, emails_deliver_due
+from messaging.services.delivery import emails_deliver_due
 from messaging.services.esp_events import esp_event_receipts_purge
 
 logger = logging.getLogger(__name__)

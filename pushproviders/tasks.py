@@ -5,11 +5,8 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from pushproviders.services.delivery import (
-    PUSH_QUEUE,
-    push_deliver_due,
-    push_messages_roll_up_stale,
-)
+from pushproviders.queue import PUSH_QUEUE
+from pushproviders.services.delivery import push_deliver_due, push_messages_roll_up_stale
 
 logger = logging.getLogger(__name__)
 

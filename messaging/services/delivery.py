@@ -31,9 +31,9 @@ from config import clock
 from config.db import binary_cursor
 from config.outbox import SystemEvent, system_events_emit
 from config.workqueue.errors import WorkError
-from config.workqueue.policy import RetryPolicy, retry_policy_for
-from config.workqueue.queue import BatchWork, WorkQueue
+from config.workqueue.queue import BatchWork
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
+from messaging.queue import EMAIL_QUEUE, email_retry_policy
 from messaging.selectors.campaigns import campaigns_canceled_among
 from messaging.services.campaign_progress import campaigns_finish
 from messaging.services.domains import DkimKey, domain_dkim_key_for
@@ -45,31 +45,6 @@ from tenancy.models import Meter
 from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
-
-# 10 s, 30 s, 90 s ... capped at an hour; eight attempts span about five hours. Overridden
-# service-wide by EMAIL_RETRY_BASE_SECONDS, _FACTOR, _CAP_SECONDS, _MAX_ATTEMPTS.
-DEFAULT_RETRY_POLICY = RetryPolicy(
-    base_seconds=10.0, factor=3.0, cap_seconds=3600.0, max_attempts=8
-)
-
-
-def email_retry_policy(delivery: EmailDelivery | None = None) -> RetryPolicy:
-    return retry_policy_for(None, default=DEFAULT_RETRY_POLICY, setting_prefix="EMAIL_RETRY_")
-
-
-EMAIL_QUEUE: WorkQueue[EmailDelivery] = WorkQueue(
-    model=EmailDelivery,
-    task="messaging.deliver_emails",
-    wake_key="messaging:emails:wake",
-    retry_policy=email_retry_policy,
-    batch_size=lambda: int(settings.EMAIL_CLAIM_BATCH_SIZE),
-    lease_seconds=lambda: float(settings.EMAIL_LEASE_SECONDS),
-    wake_debounce_seconds=lambda: float(getattr(settings, "EMAIL_WAKE_DEBOUNCE_SECONDS", 0.5)),
-    settle_seconds=lambda: float(getattr(settings, "EMAIL_WAKE_SETTLE_SECONDS", 0.3)),
-    order_by=("next_attempt_at", "created_at"),
-    prefetch_related=("email", "email__project"),
-)
-
 
 # --- building the message ------------------------------------------------------------------
 

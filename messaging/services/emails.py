@@ -23,12 +23,12 @@ from contacts.selectors import contact_get
 from messaging.hooks import push_test_sender
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion
+from messaging.queue import EMAIL_QUEUE
 from messaging.selectors.suppressions import suppressed_among
 from messaging.selectors.templates import (
     template_get,
     template_version_current,
 )
-from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.rendering import EventLike, render_email, template_context
 from messaging.services.rendering_batch import EmailVersionRenderer
 from messaging.services.templates import template_published_to_send

@@ -24,15 +24,13 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Prefetch
 
 from config import clock
 from config.bulk import statement_run
 from config.outbox import SystemEvent, system_events_emit
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
-from config.workqueue.policy import RetryPolicy, retry_policy_for
-from config.workqueue.queue import BatchWork, PerItem, WorkQueue
+from config.workqueue.queue import BatchWork, PerItem
 from messaging.selectors.campaigns import campaigns_canceled_among
 from messaging.services.campaign_progress import campaigns_finish
 from pushproviders.models import (
@@ -43,6 +41,7 @@ from pushproviders.models import (
     PushMessageStatus,
     PushProvider,
 )
+from pushproviders.queue import PUSH_QUEUE, push_retry_policy
 from pushproviders.readiness import Credentials, provider_send_problem, provider_send_state
 from pushproviders.transports import (
     PushPayload,
@@ -55,42 +54,13 @@ from tenancy.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
-# 10 s, 30 s, 90 s ... capped at an hour; eight attempts span about five hours. Overridden
-# service-wide by PUSH_RETRY_BASE_SECONDS, _FACTOR, _CAP_SECONDS, _MAX_ATTEMPTS.
-DEFAULT_RETRY_POLICY = RetryPolicy(
-    base_seconds=10.0, factor=3.0, cap_seconds=3600.0, max_attempts=8
-)
 # After this many transient failures in a row, the rest of a provider's group is not
 # tried in this batch (each would wait out the same outage); they retry with backoff.
 TRANSIENT_STREAK_LIMIT = 3
 # The installation fields a batch reads (`_target`, the grouping, `active`).
 INSTALLATION_FIELDS = ("app_id", "platform", "active", "token", "web_p256dh", "web_auth")
-# The message fields a batch reads (events, the campaign check, the roll-up): the rest (the
-# title, body and data, copied onto each delivery) would be parsed per message for nothing.
-MESSAGE_FIELDS = ("project_id", "template_id", "campaign_id")
 # Failures that say the connection itself failed: a kept transport is not reused after one.
 CONNECTION_ERRORS = frozenset({"provider_timeout", "provider_unreachable"})
-
-
-def push_retry_policy(delivery: PushDelivery | None = None) -> RetryPolicy:
-    return retry_policy_for(None, default=DEFAULT_RETRY_POLICY, setting_prefix="PUSH_RETRY_")
-
-
-PUSH_QUEUE: WorkQueue[PushDelivery] = WorkQueue(
-    model=PushDelivery,
-    task="pushproviders.deliver_push",
-    wake_key="pushproviders:push:wake",
-    retry_policy=push_retry_policy,
-    batch_size=lambda: int(settings.PUSH_CLAIM_BATCH_SIZE),
-    lease_seconds=lambda: float(settings.PUSH_LEASE_SECONDS),
-    wake_debounce_seconds=lambda: float(getattr(settings, "PUSH_WAKE_DEBOUNCE_SECONDS", 0.5)),
-    settle_seconds=lambda: float(getattr(settings, "PUSH_WAKE_SETTLE_SECONDS", 0.3)),
-    order_by=("next_attempt_at", "created_at", "position"),
-    prefetch_related=(
-        Prefetch("message", queryset=PushMessage.objects.only(*MESSAGE_FIELDS)),
-        "message__project",
-    ),
-)
 
 
 # --- events ---------------------------------------------------------------------------------
