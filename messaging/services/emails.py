@@ -1,5 +1,6 @@
 """Creating emails: validation, rendering, suppression and idempotency. Delivery (the
-SMTP side) lives in messaging/services/delivery.py."""
+SMTP side) lives in messaging/services/delivery.py; the message it sends is assembled in
+messaging/services/assembly.py."""
 
 import datetime as dt
 import functools
