@@ -1,32 +1,19 @@
 """The emails' deliveries as a work queue: the kit's claim, retries, dead-letter and
-wake-up, with the delivery tunables (Django settings `EMAIL_*`)."""
+wake-up, with the delivery tunables (messaging/conf.py)."""
 
-from django.conf import settings
-
-from config.workqueue.policy import RetryPolicy, retry_policy_for
 from config.workqueue.queue import WorkQueue
+from messaging import conf
 from messaging.models.emails import EmailDelivery
-
-# 10 s, 30 s, 90 s ... capped at an hour; eight attempts span about five hours. Overridden
-# service-wide by EMAIL_RETRY_BASE_SECONDS, _FACTOR, _CAP_SECONDS, _MAX_ATTEMPTS.
-DEFAULT_RETRY_POLICY = RetryPolicy(
-    base_seconds=10.0, factor=3.0, cap_seconds=3600.0, max_attempts=8
-)
-
-
-def email_retry_policy(delivery: EmailDelivery | None = None) -> RetryPolicy:
-    return retry_policy_for(None, default=DEFAULT_RETRY_POLICY, setting_prefix="EMAIL_RETRY_")
-
 
 EMAIL_QUEUE: WorkQueue[EmailDelivery] = WorkQueue(
     model=EmailDelivery,
     task="messaging.deliver_emails",
     wake_key="messaging:emails:wake",
-    retry_policy=email_retry_policy,
-    batch_size=lambda: int(settings.EMAIL_CLAIM_BATCH_SIZE),
-    lease_seconds=lambda: float(settings.EMAIL_LEASE_SECONDS),
-    wake_debounce_seconds=lambda: float(getattr(settings, "EMAIL_WAKE_DEBOUNCE_SECONDS", 0.5)),
-    settle_seconds=lambda: float(getattr(settings, "EMAIL_WAKE_SETTLE_SECONDS", 0.3)),
+    retry_policy=conf.retry_policy,
+    batch_size=conf.claim_batch_size,
+    lease_seconds=conf.lease_seconds,
+    wake_debounce_seconds=conf.wake_debounce_seconds,
+    settle_seconds=conf.wake_settle_seconds,
     order_by=("next_attempt_at", "created_at"),
     prefetch_related=("email", "email__project"),
 )

@@ -11,10 +11,10 @@ from typing import Any
 
 import css_inline
 import dkim
-from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.core.mail.message import SafeMIMEMultipart, SafeMIMEText
 
+from messaging import conf
 from messaging.models.emails import Email
 from messaging.services.domains import DkimKey
 from messaging.services.htmltools import LenientHTMLParser
@@ -144,7 +144,7 @@ def outgoing_of(email: Email) -> Outgoing:
             Tracking(email_id=email.id, opens=project.track_opens, clicks=project.track_clicks),
         )
     recipient = parseaddr(email.recipients[0])[1] if email.recipients else ""
-    unsubscribe = f"{settings.PUBLIC_BASE_URL}/u/{unsubscribe_token(email.id, recipient)}"
+    unsubscribe = f"{conf.public_base_url()}/u/{unsubscribe_token(email.id, recipient)}"
     return Outgoing(
         subject=email.subject,
         from_email=email.from_email,

@@ -27,8 +27,9 @@ from config.db import binary_cursor
 from config.outbox import SystemEvent, system_events_emit
 from config.workqueue.errors import WorkError
 from config.workqueue.queue import BatchWork
+from messaging import conf
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
-from messaging.queue import EMAIL_QUEUE, email_retry_policy
+from messaging.queue import EMAIL_QUEUE
 from messaging.selectors.campaigns import campaigns_canceled_among
 from messaging.services.assembly import build_message, message_bytes
 from messaging.services.campaign_progress import campaigns_finish
@@ -252,7 +253,7 @@ class _Failures(BatchWork[EmailDelivery]):
     def dropped(self, item: EmailDelivery) -> None:
         error = self.errors.get(item.pk)
         if error is not None:
-            final = error.permanent or item.attempts >= email_retry_policy().max_attempts
+            final = error.permanent or item.attempts >= conf.retry_policy().max_attempts
             message = str(error)
         else:
             final, message = True, "Workers kept stopping while sending this email."
@@ -305,7 +306,7 @@ def emails_deliver_batch() -> int:
     items = [item for item in claimed if item not in held_back]
     if held_back:
         EMAIL_QUEUE.run(token=token, items=held_back, work=_NotSent(CAMPAIGN_CANCELED))
-    max_attempts = email_retry_policy().max_attempts
+    max_attempts = conf.retry_policy().max_attempts
     accepted: list[EmailDelivery] = []
     failed: dict[Any, WorkError] = {}
     sender = _Sender()

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.conf import settings
 from django.db import connection, transaction
 
 from config import clock
@@ -33,6 +32,7 @@ from config.workqueue.models import WorkStatus
 from config.workqueue.queue import BatchWork, PerItem
 from messaging.selectors.campaigns import campaigns_canceled_among
 from messaging.services.campaign_progress import campaigns_finish
+from pushproviders import conf
 from pushproviders.models import (
     PushDelivery,
     PushDeliveryState,
@@ -41,7 +41,7 @@ from pushproviders.models import (
     PushMessageStatus,
     PushProvider,
 )
-from pushproviders.queue import PUSH_QUEUE, push_retry_policy
+from pushproviders.queue import PUSH_QUEUE
 from pushproviders.readiness import Credentials, provider_send_problem, provider_send_state
 from pushproviders.transports import (
     PushPayload,
@@ -231,7 +231,7 @@ class _Outcomes(BatchWork[PushDelivery]):
             error = WorkError("Recording the outcome failed.", code="record_failed")
             at = clock.now()
         reason = delivery_error(error)
-        final = error.permanent or item.attempts >= push_retry_policy().max_attempts
+        final = error.permanent or item.attempts >= conf.retry_policy().max_attempts
         if not final:
             # Shown while the delivery is retried; cleared when it is sent.
             PushDelivery.objects.filter(pk=item.pk, state=PushDeliveryState.QUEUED).update(
@@ -281,7 +281,7 @@ class _Recorder:
         self.token = token
         self.results = results
         self.pending: list[PushDelivery] = []
-        self.every = max(int(settings.PUSH_RECORD_EVERY), 1)
+        self.every = conf.record_every()
         # The messages of the recorded chunks, rolled up once for the batch (`roll_up`).
         self.message_ids: set[Any] = set()
 
@@ -500,7 +500,7 @@ def push_deliver_batch() -> int:
         dropped = [item for item in claimed if item.message.campaign_id in canceled]
         PUSH_QUEUE.run(token=token, items=dropped, work=_NotSent())
         push_messages_roll_up(message_ids=[item.message_id for item in dropped])
-    max_attempts = push_retry_policy().max_attempts
+    max_attempts = conf.retry_policy().max_attempts
     # Only what sending reads: the rest (timestamps, the contact) would be parsed per row.
     installations = PushInstallation.objects.only(*INSTALLATION_FIELDS).in_bulk(
         {item.installation_id for item in items}

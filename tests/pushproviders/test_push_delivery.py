@@ -491,7 +491,7 @@ def test_the_retry_settings_set_the_backoff(push, ada, fcm, clock, settings):
 
 
 def test_the_retry_settings_are_read_from_the_environment():
-    policy = "from pushproviders.queue import push_retry_policy as p; print(p())"
+    policy = "from pushproviders.conf import retry_policy as p; print(p())"
     environment = {
         **os.environ,
         "PUSH_RETRY_BASE_SECONDS": "7.5",
