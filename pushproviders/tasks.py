@@ -6,7 +6,8 @@ from celery import shared_task
 
 from pushproviders import conf
 from pushproviders.queue import PUSH_QUEUE
-from pushproviders.services.delivery import push_deliver_due, push_messages_roll_up_stale
+from pushproviders.services.delivery import push_deliver_due
+from pushproviders.services.outcomes import push_messages_roll_up_stale
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from pushproviders.models import (
 )
 from pushproviders.queue import PUSH_QUEUE
 from pushproviders.selectors import push_app_get
-from pushproviders.services.delivery import push_event_emit
+from pushproviders.services.outcomes import push_event_emit
 from pushproviders.services.sending import _Renderer, _targets
 from tenancy.models import Project
 

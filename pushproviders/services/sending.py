@@ -36,7 +36,7 @@ from pushproviders.models import (
 from pushproviders.queue import PUSH_QUEUE
 from pushproviders.readiness import SendProblem, provider_send_problem
 from pushproviders.selectors import push_app_get, push_installation_list, push_provider_for
-from pushproviders.services.delivery import push_event_emit
+from pushproviders.services.outcomes import push_event_emit
 from tenancy.models import Meter, Project
 from tenancy.usage import Reservation, usage_reserve
 

@@ -25,8 +25,8 @@ from pushproviders.services.delivery import (
     push_deliver_batch,
     push_deliver_due,
     push_deliveries_requeue,
-    push_messages_roll_up_stale,
 )
+from pushproviders.services.outcomes import push_messages_roll_up_stale
 from pushproviders.tasks import deliver_push, sweep_push
 from tests.messaging.factories_templates import MessageTemplateFactory, TemplateVersionFactory
 from tests.processes import ROOT
