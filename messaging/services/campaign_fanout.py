@@ -41,7 +41,8 @@ from config import clock
 from config.copy import RawJson, array_literal, copy_insert
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
-from config.workqueue.queue import BatchWork, PerItem, WorkQueue
+from config.workqueue.queue import WorkQueue
+from config.workqueue.work import BatchWork, PerItem
 from contacts.models import Contact
 from messaging import conf
 from messaging.errors import TemplateRenderFailed

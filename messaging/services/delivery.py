@@ -26,7 +26,7 @@ from config import clock
 from config.db import binary_cursor
 from config.outbox import SystemEvent, system_events_emit
 from config.workqueue.errors import WorkError
-from config.workqueue.queue import BatchWork
+from config.workqueue.work import BatchWork
 from messaging import conf
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
 from messaging.queue import EMAIL_QUEUE

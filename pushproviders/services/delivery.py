@@ -25,7 +25,7 @@ from django.db import transaction
 from config import clock
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
-from config.workqueue.queue import BatchWork
+from config.workqueue.work import BatchWork
 from messaging.selectors.campaigns import campaigns_canceled_among
 from messaging.services.campaign_progress import campaigns_finish
 from pushproviders import conf

@@ -15,7 +15,7 @@ from config import clock
 from config.bulk import statement_run
 from config.outbox import SystemEvent, system_events_emit
 from config.workqueue.errors import WorkError
-from config.workqueue.queue import BatchWork, PerItem
+from config.workqueue.work import BatchWork, PerItem
 from pushproviders import conf
 from pushproviders.models import (
     PushDelivery,
