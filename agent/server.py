@@ -26,7 +26,6 @@ import anyio
 import mcp_types as types
 import orjson
 import pydantic_core
-from django.conf import settings
 from django.http import HttpRequest
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -51,6 +50,7 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
+from agent import conf
 from agent.catalog import catalog
 from agent.services import tool_call_perform
 from tenancy.access import KeyRecord
@@ -171,7 +171,7 @@ def _no_header_schema(name: str) -> None:
 def server_build() -> Server[Any]:
     server: Server[Any] = Server(
         SERVER_NAME,
-        version=str(settings.SPECTACULAR_SETTINGS["VERSION"]),
+        version=conf.api_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=_list_tools,
         on_call_tool=_call_tool,

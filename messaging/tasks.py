@@ -4,26 +4,23 @@
 import logging
 
 from celery import shared_task
-from django.conf import settings
 
+from messaging import conf
+from messaging.queue import EMAIL_QUEUE
 from messaging.services.campaign_fanout import CAMPAIGN_FANOUT_QUEUE, campaign_fanout_due
 from messaging.services.campaign_progress import campaigns_finish_stale
 from messaging.services.campaign_sending import campaigns_start_due
-from messaging.services.delivery import EMAIL_QUEUE, emails_deliver_due
+from messaging.services.delivery import emails_deliver_due
 from messaging.services.esp_events import esp_event_receipts_purge
 
 logger = logging.getLogger(__name__)
-
-
-def _budget() -> float:
-    return float(getattr(settings, "EMAIL_TASK_TIME_BUDGET_SECONDS", 30.0))
 
 
 @shared_task(name="messaging.deliver_emails", ignore_result=True)
 def deliver_emails() -> int:
     """Woken after an email commits (debounced): sends due emails until none are left or
     the time budget is spent, then hands the rest to a fresh task."""
-    claimed, more = emails_deliver_due(budget_seconds=_budget())
+    claimed, more = emails_deliver_due(budget_seconds=conf.task_time_budget_seconds())
     if more:
         EMAIL_QUEUE.publish()
     return claimed
@@ -33,7 +30,7 @@ def deliver_emails() -> int:
 def sweep_emails() -> int:
     """The safety net on beat: emails no wake-up reached, retries that came due, and
     expired leases of dead workers."""
-    claimed, more = emails_deliver_due(budget_seconds=_budget())
+    claimed, more = emails_deliver_due(budget_seconds=conf.task_time_budget_seconds())
     if more:
         EMAIL_QUEUE.publish()
     if claimed:
@@ -50,15 +47,11 @@ def purge_esp_receipts() -> int:
     return deleted
 
 
-def _fanout_budget() -> float:
-    return float(getattr(settings, "CAMPAIGN_FANOUT_TASK_TIME_BUDGET_SECONDS", 30.0))
-
-
 @shared_task(name="messaging.fan_out_campaigns", ignore_result=True)
 def fan_out_campaigns() -> int:
     """Woken when a campaign starts sending (debounced): works due fan-out batches until
     none are left or the time budget is spent, then hands the rest to a fresh task."""
-    claimed, more = campaign_fanout_due(budget_seconds=_fanout_budget())
+    claimed, more = campaign_fanout_due(budget_seconds=conf.fanout_task_time_budget_seconds())
     if more:
         CAMPAIGN_FANOUT_QUEUE.publish()
     return claimed
@@ -74,7 +67,7 @@ def start_scheduled_campaigns() -> int:
 def sweep_campaigns() -> int:
     """The safety net on beat: fan-out batches no wake-up reached (or whose worker died),
     and sending campaigns whose last worker stopped before marking them sent."""
-    claimed, more = campaign_fanout_due(budget_seconds=_fanout_budget())
+    claimed, more = campaign_fanout_due(budget_seconds=conf.fanout_task_time_budget_seconds())
     if more:
         CAMPAIGN_FANOUT_QUEUE.publish()
     finished = campaigns_finish_stale()

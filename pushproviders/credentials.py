@@ -16,9 +16,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from django.conf import settings
 
 from config import netguard
+from pushproviders import conf
 
 SERVICE_ACCOUNT_MEMBERS = ("project_id", "client_email", "private_key", "token_uri")
 SERVICE_ACCOUNT_MAX_CHARS = 20_000
@@ -75,7 +75,7 @@ def url_checked(url: Any, path: str) -> str:
     if not isinstance(url, str):
         raise CredentialInvalid(path, "Must be a URL.")
     try:
-        netguard.url_well_formed(url, allow_loopback_http=settings.PUSH_ALLOW_HTTP)
+        netguard.url_well_formed(url, allow_loopback_http=conf.allow_http())
     except netguard.UrlRefused as refused:
         raise CredentialInvalid(path, str(refused)) from None
     return url

@@ -12,8 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.conf import settings
 from django.core.cache import cache
+
+from tenancy import conf
 
 T = TypeVar("T")
 
@@ -21,10 +22,6 @@ _local: dict[str, tuple[float, Any]] = {}
 # Entries are only replaced when read again, so a process that sees many keys or projects
 # would keep every one it ever saw; past this many, expired entries are dropped.
 LOCAL_MAX_ENTRIES = 10_000
-
-
-def local_seconds() -> float:
-    return float(getattr(settings, "LOCAL_CACHE_SECONDS", 5))
 
 
 def cached(name: str, load: Callable[[], T | None]) -> T | None:
@@ -39,7 +36,7 @@ def cached(name: str, load: Callable[[], T | None]) -> T | None:
     value = load()
     if value is None:
         return None
-    ttl = local_seconds()
+    ttl = conf.local_cache_seconds()
     if ttl > 0:
         _store(name, now + ttl, value)
     return value

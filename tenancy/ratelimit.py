@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from django.conf import settings
 from django.http import HttpResponseBase
 
 from config import clock
 from config.api.errors import RateLimited
 from config.redisclient import redis_client
+from tenancy import conf
 from tenancy.access import KeyRecord
 from tenancy.selectors import plan_terms_get
 
@@ -78,7 +78,7 @@ def rate_limit_for(key: KeyRecord) -> int:
     terms = plan_terms_get(team_id=key.team_id)
     if terms.rate_limit is not None:
         return terms.rate_limit
-    return int(getattr(settings, "API_RATE_LIMIT", 1000))
+    return conf.api_rate_limit()
 
 
 _warned_at = -math.inf

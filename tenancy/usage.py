@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import redis
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
 
 from config import clock
 from config.api.errors import PlanLimitExceeded
 from config.redisclient import redis_client
+from tenancy import conf
 from tenancy.models import Meter, Project, UsageDay
 from tenancy.selectors import plan_terms_get
 
@@ -195,7 +195,7 @@ class _Buffer:
 
     def run(self) -> None:
         while True:
-            self.wake.wait(float(getattr(settings, "USAGE_FLUSH_SECONDS", 1.0)))
+            self.wake.wait(conf.usage_flush_seconds())
             self.wake.clear()
             try:
                 usage_flush()
@@ -210,7 +210,7 @@ os.register_at_fork(after_in_child=_buffer.reset)
 def usage_record(*, project: Project, meter: str, count: int = 1) -> None:
     """Counts `count` of `meter` for the project today, once the current transaction
     commits (at once outside one). Costs no round trip: the process flushes every second."""
-    if count == 0 or not settings.USAGE_METERING:
+    if count == 0 or not conf.usage_metering():
         return
     key = (str(project.id), str(project.team_id), today(), str(meter))
     transaction.on_commit(lambda: _buffer.add(key, count))
@@ -351,7 +351,7 @@ def usage_reserve(*, project: Project, meter: str, count: int = 1) -> Reservatio
     past it. Use it as a context manager around the write, and `settle(used)` when the
     write used fewer (duplicates). Unlimited meters only record what was used, after
     commit. Redis unreachable: the check lets the request through (logged)."""
-    if not settings.USAGE_METERING:
+    if not conf.usage_metering():
         return Reservation(project=project, meter=meter, count=0, limited=False)
     terms = plan_terms_get(team_id=str(project.team_id))
     limit = terms.quota(meter)

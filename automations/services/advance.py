@@ -34,7 +34,7 @@ from config import clock
 from config.bulk import rows_fetch
 from config.collector import collector_paused
 from config.workqueue.models import WorkStatus
-from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
+from config.workqueue.work import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact
 from events.selectors import WindowEvents
 from tenancy.models import Project

@@ -309,7 +309,7 @@ PUSH_LEASE_SECONDS = env.float("PUSH_LEASE_SECONDS", default=120.0)
 PUSH_RECORD_EVERY = env.int("PUSH_RECORD_EVERY", default=10)
 # Backoff of push deliveries after a transient provider error: the first wait, its factor
 # per attempt, its cap, and the attempts in all. Unset, pushproviders' own policy holds
-# (10 s, x3, an hour, 8 attempts: pushproviders/services/delivery.py).
+# (10 s, x3, an hour, 8 attempts: pushproviders/conf.py).
 PUSH_RETRY_BASE_SECONDS = env.float("PUSH_RETRY_BASE_SECONDS", default=None)
 PUSH_RETRY_FACTOR = env.float("PUSH_RETRY_FACTOR", default=None)
 PUSH_RETRY_CAP_SECONDS = env.float("PUSH_RETRY_CAP_SECONDS", default=None)

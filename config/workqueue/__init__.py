@@ -8,7 +8,10 @@ runs, import batches) keeps its work on its own rows and uses this kit:
 - `queue.WorkQueue`: claim (`FOR UPDATE SKIP LOCKED`, a token and a lease; expired leases
   are taken over), run a claimed batch in one transaction, record success in bulk and
   failure per row (permanent errors dead-letter at once, transient ones retry with
-  backoff until the attempts run out), requeue from the dead-letter queue, and drain.
+  backoff until the attempts run out), requeue from the dead-letter queue, and drain;
+  its claim statement is `claiming`'s and its outcome writes are `recording`'s.
+- `work.BatchWork`: what a family does with a claimed batch (`PerItem` values for the
+  done rows, and the `BatchOutcome` of a batch).
 - `policy.RetryPolicy`: exponential backoff with equal jitter and a cap, overridable per
   owner (a project).
 - `errors.WorkError`: the error base with a `permanent` flag.

@@ -21,108 +21,24 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import connection, models, transaction
-from django.db.models import Case, Prefetch, Value, When, prefetch_related_objects
+from django.db import models, transaction
+from django.db.models import Prefetch, prefetch_related_objects
 
 from config import clock
-from config.bulk import rows_fetch, statement_run
-from config.fresh import Columns
 from config.workqueue import wake as wakeup
-from config.workqueue.errors import TimeLimitReached, WorkerLost, WorkError
-from config.workqueue.models import DUE_STATUSES, WorkItem, WorkStatus
+from config.workqueue.claiming import rows_claim
+from config.workqueue.errors import TimeLimitReached, WorkerLost
+from config.workqueue.models import WorkStatus
 from config.workqueue.policy import RetryPolicy
+from config.workqueue.recording import done_record, failure_record
 from config.workqueue.registry import register_queue, work_outcomes_count
+from config.workqueue.work import BatchOutcome, BatchWork, T
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T", bound=WorkItem)
-
-MAX_ERROR_LENGTH = 2000
-_KIT_COLUMNS = (
-    "status",
-    "attempts",
-    "next_attempt_at",
-    "claim_token",
-    "lease_expires_at",
-    "last_error",
-    "error_code",
-)
-
-
-@dataclass
-class BatchOutcome:
-    """What one claimed batch came to."""
-
-    claimed: int = 0
-    processed: list[Any] = field(default_factory=list)
-    failed: int = 0
-    dead_lettered: int = 0
-    skipped: int = 0
-    next_retry_at: dt.datetime | None = None
-
-
-# What a done row's kit columns become.
-_DONE_COLUMNS: dict[str, Any] = {
-    "status": WorkStatus.PROCESSED.value,
-    "claim_token": None,
-    "lease_expires_at": None,
-    "next_attempt_at": None,
-    "last_error": "",
-    "error_code": "",
-}
-
-
-class PerItem:
-    """A column value that differs from row to row in the bulk update of done rows."""
-
-    def __init__(self, values: dict[Any, Any]) -> None:
-        self.values = values
-
-
-class BatchWork(Generic[T]):
-    """What a family does with a claimed batch. The kit owns the transaction, the
-    savepoints and the outcomes; a family overrides `run` and what else it needs."""
-
-    def begin(self, items: list[T]) -> None:
-        """Loads what the batch needs, once, before its first item runs."""
-
-    def begin_together(self, items: list[T]) -> None:
-        """Writes made for every item at once when the batch runs in one savepoint (a bulk
-        insert instead of one per item). They roll back with the savepoint when an item
-        fails, and the batch redone item by item does not make them: each item's `run`
-        must then do its own share."""
-
-    def finish_together(self, items: list[T]) -> None:
-        """Writes gathered from every item of the batch run in one savepoint, made at once
-        at its end inside that savepoint (one insert for the rows of all items instead of
-        one per item). When they raise, the savepoint rolls back and the batch is redone
-        item by item, where this is not called: each item's `run` must then make its own
-        writes (`begin_together` tells the two passes apart)."""
-
-    def run(self, item: T) -> None:
-        """Works one item inside the batch's transaction; raising fails the attempt and
-        rolls back what it wrote (`WorkError` says whether a retry can help)."""
-        raise NotImplementedError
-
-    def kept(self, item: T) -> None:
-        """`item` succeeded: its writes will commit with the batch (in the one-savepoint
-        pass, unless `finish_together` then raises and the batch is redone)."""
-
-    def dropped(self, item: T) -> None:
-        """`item` failed: its writes were rolled back."""
-
-    def finish(self, items: list[T]) -> None:
-        """Writes that belong to the done items together (a per-batch aggregate), in the
-        batch's transaction, before they are marked done."""
-
-    def done_values(self, items: list[T]) -> dict[str, Any]:
-        """Columns to set on the done rows besides the kit's (a value, an expression, or
-        a `PerItem`)."""
-        return {}
 
 
 def _tunable(value: float | Callable[[], float]) -> float:
@@ -141,22 +57,6 @@ class _ClaimsLost(Exception):
 # The claims made by the batch a `drain` in this thread is running: what it hands back
 # when the task's soft time limit runs out (see `drain`).
 _draining = threading.local()
-
-
-_RETURNED: dict[type[models.Model], Columns[Any] | None] = {}
-
-
-def _returned(model: type[T]) -> "Columns[T] | None":
-    """How a claim's `RETURNING` list becomes instances without the ORM's per-row work
-    (`config.fresh.Columns`), or None for a model with fields that convert what they read
-    (the claim then goes through `raw`)."""
-    if model not in _RETURNED:
-        try:
-            table = connection.ops.quote_name(model._meta.db_table)
-            _RETURNED[model] = Columns(model, table)
-        except TypeError:
-            _RETURNED[model] = None
-    return _RETURNED[model]
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,8 +116,13 @@ class WorkQueue(Generic[T]):
         token = uuid.uuid4()
         lease_until = now + dt.timedelta(seconds=_tunable(self.lease_seconds))
         with transaction.atomic():
-            items = self._claim_postgresql(
-                limit=limit, now=now, token=token, lease_until=lease_until
+            items = rows_claim(
+                self.model,
+                limit=limit,
+                now=now,
+                token=token,
+                lease_until=lease_until,
+                label=self._label,
             )
         held = getattr(_draining, "claims", None)
         if held is not None:
@@ -227,78 +132,10 @@ class WorkQueue(Generic[T]):
         items.sort(key=self._order_key)
         return token, items
 
-    def _column(self, name: str) -> str:
-        field = self.model._meta.get_field(name)
-        assert isinstance(field, models.Field)
-        return field.get_attname_column()[1]
-
     def _order_key(self, item: T) -> tuple[Any, ...]:
         return tuple(
             (value is None, value) for value in (getattr(item, name) for name in self.order_by)
         )
-
-    def _claim_postgresql(
-        self, *, limit: int, now: dt.datetime, token: uuid.UUID, lease_until: dt.datetime
-    ) -> list[T]:
-        """Due rows, then expired leases: each one `UPDATE ... RETURNING` of the rows
-        `SELECT ... FOR UPDATE SKIP LOCKED` picked, so the claim and the load are one
-        round trip."""
-        meta, quote = self.model._meta, connection.ops.quote_name
-        assert meta.pk is not None
-        table, pk = quote(meta.db_table), quote(meta.pk.column)
-        column = {name: quote(self._column(name)) for name in _KIT_COLUMNS}
-        claim = (
-            # S608: names from the model.
-            f"WITH picked AS (SELECT {pk} FROM {table} WHERE {{where}} "  # noqa: S608
-            f"ORDER BY {{order}} LIMIT %s FOR UPDATE SKIP LOCKED) "
-            f"UPDATE {table} SET {column['status']} = %s, "
-            f"{column['attempts']} = {table}.{column['attempts']} + 1, "
-            f"{column['claim_token']} = %s, {column['lease_expires_at']} = %s{{extra}} "
-            f"FROM picked WHERE {table}.{pk} = picked.{pk} RETURNING {{returning}}"
-        )
-        claimed = [WorkStatus.PROCESSING.value, token, lease_until]
-        due = self._claimed(
-            claim.format(
-                where=f"{column['status']} IN (%s, %s) AND {column['next_attempt_at']} <= %s",
-                order=column["next_attempt_at"],
-                extra="",
-                returning="{returning}",
-            ),
-            [*DUE_STATUSES, now, limit, *claimed],
-        )
-        if len(due) >= limit:
-            return due
-        lost = self._claimed(
-            claim.format(
-                where=f"{column['status']} = %s AND {column['lease_expires_at']} <= %s",
-                order=column["lease_expires_at"],
-                extra=f", {column['last_error']} = %s, {column['error_code']} = %s",
-                returning="{returning}",
-            ),
-            [
-                WorkStatus.PROCESSING.value,
-                now,
-                limit - len(due),
-                *claimed,
-                str(WorkerLost.__doc__),
-                WorkerLost.code,
-            ],
-        )
-        if lost:
-            logger.warning("Reclaiming %d %s whose worker stopped", len(lost), self._label)
-        return due + lost
-
-    def _claimed(self, sql: str, params: list[Any]) -> list[T]:
-        """The rows a claim statement (`sql`, its `RETURNING` list left as `{returning}`)
-        marked, as instances: read in binary and made without `Model.__init__` (a claim
-        of 500 rows through `raw` cost more Python than the rest of the claim), or through
-        `raw` for a model whose fields convert what they read."""
-        columns = _returned(self.model)
-        if columns is None:
-            table = connection.ops.quote_name(self.model._meta.db_table)
-            return list(self._rows.raw(sql.format(returning=f"{table}.*"), params))
-        rows = rows_fetch(sql.format(returning=columns.select).replace("%s", "%b"), params)
-        return columns.make_all(rows)
 
     # --- run ---
 
@@ -394,7 +231,14 @@ class WorkQueue(Generic[T]):
                 if item.attempts > 1 and item.attempts > self.retry_policy(item).max_attempts:
                     name = self.model._meta.verbose_name
                     lost = WorkerLost(f"Workers kept stopping while processing this {name}.")
-                    self._record_failure(item=item, token=token, error=lost, outcome=outcome)
+                    failure_record(
+                        self.model,
+                        self.retry_policy,
+                        item=item,
+                        token=token,
+                        error=lost,
+                        outcome=outcome,
+                    )
                 else:
                     live.append(item)
             done = self._run_together(live, work) if len(live) > 1 else None
@@ -402,8 +246,12 @@ class WorkQueue(Generic[T]):
                 done = self._run_apart(live, work, token=token, outcome=outcome)
             if done:
                 work.finish(done)
-                marked = self._record_done(
-                    token=token, items=done, values=work.done_values(done), held=self.relock
+                marked = done_record(
+                    self.model,
+                    token=token,
+                    items=done,
+                    values=work.done_values(done),
+                    held=self.relock,
                 )
                 if len(marked) < len(done):
                     for item in done:
@@ -426,8 +274,8 @@ class WorkQueue(Generic[T]):
         if not items:
             return outcome
         with transaction.atomic():
-            marked = self._record_done(
-                token=token, items=items, values=work.done_values(items), held=False
+            marked = done_record(
+                self.model, token=token, items=items, values=work.done_values(items), held=False
             )
             done = [item for item in items if item.pk in marked]
             if done:
@@ -468,163 +316,18 @@ class WorkQueue(Generic[T]):
                 raise
             except Exception as error:
                 work.dropped(item)
-                self._record_failure(item=item, token=token, error=error, outcome=outcome)
+                failure_record(
+                    self.model,
+                    self.retry_policy,
+                    item=item,
+                    token=token,
+                    error=error,
+                    outcome=outcome,
+                )
                 continue
             work.kept(item)
             done.append(item)
         return done
-
-    def _record_done(
-        self, *, token: uuid.UUID, items: list[T], values: dict[str, Any], held: bool
-    ) -> set[Any]:
-        """Marks the items done; the keys of those marked. With `held`, the caller holds
-        and checked them all (the re-lock); else only the rows this claim still holds are
-        (their token is ours: a takeover gives a row a new one, and an outcome clears it)."""
-        columns: dict[str, Any] = {**_DONE_COLUMNS, **values}
-        if self._in_one_update(columns):
-            if held:
-                self._record_done_postgresql(items=items, columns=columns)
-                return {item.pk for item in items}
-            return self._record_done_postgresql(items=items, columns=columns, token=token)
-        for name, value in columns.items():
-            if isinstance(value, PerItem):
-                columns[name] = self._per_item(name, value)
-        keys = [item.pk for item in items]
-        marked = set(keys)
-        if not held:
-            # Read, then written in the same transaction: the rows read are locked until
-            # its end.
-            marked = set(
-                self._rows.select_for_update()
-                .filter(pk__in=keys, status=WorkStatus.PROCESSING, claim_token=token)
-                .values_list("pk", flat=True)
-            )
-        self._rows.filter(
-            pk__in=list(marked), status=WorkStatus.PROCESSING, claim_token=token
-        ).update(**columns)
-        return marked
-
-    @staticmethod
-    def _in_one_update(columns: dict[str, Any]) -> bool:
-        """Whether `_record_done_postgresql` can write `columns` (values and `PerItem`s)."""
-        return not any(hasattr(value, "resolve_expression") for value in columns.values())
-
-    def _record_done_postgresql(
-        self, *, items: list[T], columns: dict[str, Any], token: uuid.UUID | None = None
-    ) -> set[Any]:
-        """One UPDATE ... FROM unnest(...): per-row values travel as arrays, so the
-        statement is the same size for any batch (a CASE per column grows with it, and
-        building it cost more than the rest of the batch's bookkeeping), bound on the
-        server in binary (`config.bulk`): Django's client-side binding quoted each array
-        element into the statement, which cost more than the update.
-
-        With `token`, only the rows that claim still holds are updated; returns the keys
-        of the rows updated (with `token`; else an empty set)."""
-        meta, quote = self.model._meta, connection.ops.quote_name
-        pk = meta.pk
-        assert pk is not None
-        keys = [item.pk for item in items]
-        sets: list[str] = []
-        set_params: list[Any] = []
-        arrays: list[str] = [f"%b::{pk.db_type(connection)}[]"]
-        array_params: list[Any] = [[pk.get_db_prep_value(key, connection) for key in keys]]
-        names = ["pk"]
-        for name, value in columns.items():
-            column = meta.get_field(name)
-            assert isinstance(column, models.Field)
-            target = quote(column.get_attname_column()[1])
-            if isinstance(value, PerItem):
-                alias = f"v{len(names)}"
-                names.append(alias)
-                arrays.append(f"%b::{column.db_type(connection)}[]")
-                array_params.append(
-                    [column.get_db_prep_save(value.values.get(key), connection) for key in keys]
-                )
-                sets.append(f"{target} = v.{alias}")
-            else:
-                sets.append(f"{target} = %b::{column.db_type(connection)}")
-                set_params.append(column.get_db_prep_save(value, connection))
-        table = quote(meta.db_table)
-        # By key and, with `token`, the claim's token (a token is on a row only while the
-        # claim that set it holds: claiming sets a new one, every outcome clears it). Never
-        # by status, which could lead the planner to the partial lease index (see
-        # `_run_batch`); and the token is joined from the arrays, not compared with a
-        # constant: the statistics know the column as nearly all null, and the planner then
-        # took a constant's match for one row and scanned the table.
-        check = ""
-        if token is not None:
-            token_field = meta.get_field("claim_token")
-            assert isinstance(token_field, models.Field)
-            names.append("token")
-            arrays.append(f"%b::{token_field.db_type(connection)}[]")
-            array_params.append([token] * len(keys))
-            check = (
-                f" AND {table}.{quote(token_field.column)} = v.token "
-                f"RETURNING {table}.{quote(pk.column)}"
-            )
-        sql = (
-            f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608 (names from the model)
-            f"FROM unnest({', '.join(arrays)}) AS v({', '.join(names)}) "
-            f"WHERE {table}.{quote(pk.column)} = v.pk{check}"
-        )
-        rows = statement_run(sql, [*set_params, *array_params])
-        return {pk.to_python(row[0]) for row in rows} if token is not None else set()
-
-    def _per_item(self, name: str, value: PerItem) -> Case:
-        column = self.model._meta.get_field(name)
-        if column.is_relation:
-            # A relation named here is a forward foreign key (a column of this table), whose column
-            # is its target's; get_field's union also holds reverse and generic relations.
-            column = column.target_field  # type: ignore[union-attr]
-        return Case(
-            *[When(pk=pk, then=Value(each)) for pk, each in value.values.items()],
-            # A concrete Field by the same reasoning as above.
-            output_field=column,  # type: ignore[arg-type]
-        )
-
-    def _record_failure(
-        self, *, item: T, token: uuid.UUID, error: Exception, outcome: BatchOutcome
-    ) -> None:
-        policy = self.retry_policy(item)
-        if isinstance(error, WorkError):
-            code, permanent = error.code[:64], error.permanent
-        else:
-            code, permanent = f"exception:{type(error).__name__}"[:64], False
-            logger.warning(
-                "%s %s failed on attempt %d",
-                self.model._meta.verbose_name,
-                item.pk,
-                item.attempts,
-                exc_info=error,
-            )
-        message = f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]
-        dead = permanent or item.attempts >= policy.max_attempts
-        next_attempt_at: dt.datetime | None = None
-        if not dead:
-            delay = policy.delay(item.attempts)
-            asked = getattr(error, "retry_after", None)
-            if asked is not None and asked > delay.total_seconds():
-                delay = dt.timedelta(seconds=float(asked))
-            next_attempt_at = clock.now() + delay
-        marked = self._rows.filter(
-            pk=item.pk, status=WorkStatus.PROCESSING, claim_token=token
-        ).update(
-            status=WorkStatus.DEAD_LETTERED if dead else WorkStatus.FAILED,
-            next_attempt_at=next_attempt_at,
-            claim_token=None,
-            lease_expires_at=None,
-            last_error=message,
-            error_code=code,
-        )
-        if not marked:
-            # Taken over by another worker (without the re-lock, found only here).
-            outcome.skipped += 1
-        elif next_attempt_at is None:
-            outcome.dead_lettered += 1
-        else:
-            outcome.failed += 1
-            if outcome.next_retry_at is None or next_attempt_at < outcome.next_retry_at:
-                outcome.next_retry_at = next_attempt_at
 
     # --- the dead-letter queue ---
 
@@ -701,7 +404,14 @@ class WorkQueue(Generic[T]):
         outcome = BatchOutcome(claimed=len(items))
         try:
             for item in items:
-                self._record_failure(item=item, token=token, error=error, outcome=outcome)
+                failure_record(
+                    self.model,
+                    self.retry_policy,
+                    item=item,
+                    token=token,
+                    error=error,
+                    outcome=outcome,
+                )
         except Exception:
             logger.warning("Could not hand back %s; their lease will", self._label, exc_info=True)
             return

@@ -17,7 +17,7 @@ from typing import Any
 from django.db import transaction
 
 from config import clock
-from config.workqueue.queue import BatchOutcome, BatchWork, PerItem
+from config.workqueue.work import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact
 from contacts.selectors import contact_list_by_identities
 from contacts.services import contact_upsert, contacts_create_missing

@@ -27,7 +27,8 @@ from config import clock
 from config.api.errors import Conflict, NotFound, PreparedActionExpired
 from config.collector import collector_paused
 from config.workqueue.models import WorkStatus
-from config.workqueue.queue import BatchWork, WorkQueue
+from config.workqueue.queue import WorkQueue
+from config.workqueue.work import BatchWork
 from contacts.audiences.models import Audience
 from contacts.audiences.services import audiences_ensure, memberships_add_many
 from contacts.selectors import UpsertCandidate, contact_ids_by_identities

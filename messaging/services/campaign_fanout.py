@@ -35,16 +35,16 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from config import clock
 from config.copy import RawJson, array_literal, copy_insert
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
-from config.workqueue.policy import RetryPolicy, retry_policy_for
-from config.workqueue.queue import BatchWork, PerItem, WorkQueue
+from config.workqueue.queue import WorkQueue
+from config.workqueue.work import BatchWork, PerItem
 from contacts.models import Contact
+from messaging import conf
 from messaging.errors import TemplateRenderFailed
 from messaging.hooks import push_campaign_sender
 from messaging.models import (
@@ -69,25 +69,13 @@ from messaging.services.rendering_batch import EmailRenderer
 
 logger = logging.getLogger(__name__)
 
-# 5 s, 10 s, 20 s ... capped at five minutes; a batch fails only when the database does.
-# Overridden service-wide by CAMPAIGN_FANOUT_RETRY_BASE_SECONDS, _FACTOR, _CAP_SECONDS,
-# _MAX_ATTEMPTS.
-DEFAULT_RETRY_POLICY = RetryPolicy(base_seconds=5.0, factor=2.0, cap_seconds=300.0, max_attempts=10)
-
-
-def fanout_retry_policy(batch: CampaignFanout | None = None) -> RetryPolicy:
-    return retry_policy_for(
-        None, default=DEFAULT_RETRY_POLICY, setting_prefix="CAMPAIGN_FANOUT_RETRY_"
-    )
-
-
 CAMPAIGN_FANOUT_QUEUE: WorkQueue[CampaignFanout] = WorkQueue(
     model=CampaignFanout,
     task="messaging.fan_out_campaigns",
     wake_key="messaging:campaigns:wake",
-    retry_policy=fanout_retry_policy,
-    batch_size=lambda: int(settings.CAMPAIGN_FANOUT_CLAIM_BATCH_SIZE),
-    lease_seconds=lambda: float(settings.CAMPAIGN_FANOUT_LEASE_SECONDS),
+    retry_policy=conf.fanout_retry_policy,
+    batch_size=conf.fanout_claim_batch_size,
+    lease_seconds=conf.fanout_lease_seconds,
     order_by=("next_attempt_at", "position"),
     prefetch_related=(
         "campaign",
@@ -123,7 +111,7 @@ def campaign_fanout_plan(*, campaign: Campaign) -> int:
     """Cuts the campaign's contacts into batches, stores one fan-out row per batch (due
     now) and wakes the workers after commit; returns the number of batches. Runs in the
     transaction that makes the campaign `sending`."""
-    size = max(int(settings.CAMPAIGN_FANOUT_BATCH_SIZE), 1)
+    size = conf.fanout_batch_size()
     bounds: list[uuid.UUID | None] = list(_boundaries(campaign, size))
     starts: list[uuid.UUID | None] = [None, *bounds]
     ends: list[uuid.UUID | None] = [*bounds, None]

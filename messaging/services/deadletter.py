@@ -7,7 +7,7 @@ from django.db import transaction
 
 from config.workqueue.models import WorkStatus
 from messaging.models import Email, EmailDelivery, EmailStatus
-from messaging.services.delivery import EMAIL_QUEUE
+from messaging.queue import EMAIL_QUEUE
 
 
 def email_deliveries_requeue(*, ids: Iterable[Any]) -> int:

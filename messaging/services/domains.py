@@ -16,7 +16,6 @@ import dns.name
 import dns.resolver
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.db.models import F, Value
@@ -24,6 +23,7 @@ from django.db.models.functions import Coalesce, Length
 
 from config import clock, secrets
 from config.api.errors import NotFound, ValidationFailed, or_404
+from messaging import conf
 from messaging.errors import DomainTaken
 from messaging.models import Domain, DomainRecord, DomainStatus, RecordPurpose
 from messaging.selectors.domains import domain_get
@@ -97,7 +97,7 @@ def _records_for(domain: Domain, public_key: str) -> list[DomainRecord]:
             domain=domain,
             purpose=RecordPurpose.SPF,
             name=domain.name,
-            value=f"v=spf1 include:{settings.SENDING_SPF_INCLUDE} ~all",
+            value=f"v=spf1 include:{conf.sending_spf_include()} ~all",
         ),
         DomainRecord(
             domain=domain,
@@ -161,14 +161,14 @@ def _resolver_address(configured: str) -> tuple[str, int]:
 
 def _resolver() -> dns.resolver.Resolver:
     """The system's resolver, or the server named by DNS_RESOLVER."""
-    configured = settings.DNS_RESOLVER.strip()
+    configured = conf.dns_resolver()
     if configured:
         resolver = dns.resolver.Resolver(configure=False)
         host, resolver.port = _resolver_address(configured)
         resolver.nameservers = [host]
     else:
         resolver = dns.resolver.Resolver()
-    resolver.timeout = resolver.lifetime = settings.DNS_TIMEOUT_SECONDS
+    resolver.timeout = resolver.lifetime = conf.dns_timeout_seconds()
     return resolver
 
 

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from config.copy import copy_insert
 from config.workqueue.models import WorkStatus
 from messaging.models import Email, EmailDelivery
-from messaging.services.delivery import EMAIL_QUEUE
+from messaging.queue import EMAIL_QUEUE
 
 
 def _delivery_constants(now: dt.datetime) -> dict[str, Any]:

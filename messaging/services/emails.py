@@ -1,5 +1,6 @@
 """Creating emails: validation, rendering, suppression and idempotency. Delivery (the
-SMTP side) lives in messaging/services/delivery.py."""
+SMTP side) lives in messaging/services/delivery.py; the message it sends is assembled in
+messaging/services/assembly.py."""
 
 import datetime as dt
 import functools
@@ -23,12 +24,12 @@ from contacts.selectors import contact_get
 from messaging.hooks import push_test_sender
 from messaging.models.emails import Email, EmailDelivery, EmailStatus
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion
+from messaging.queue import EMAIL_QUEUE
 from messaging.selectors.suppressions import suppressed_among
 from messaging.selectors.templates import (
     template_get,
     template_version_current,
 )
-from messaging.services.delivery import EMAIL_QUEUE
 from messaging.services.rendering import EventLike, render_email, template_context
 from messaging.services.rendering_batch import EmailVersionRenderer
 from messaging.services.templates import template_published_to_send

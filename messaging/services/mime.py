@@ -20,10 +20,11 @@ from email import quoprimime
 from email.header import Header
 from email.utils import formatdate, make_msgid
 
-from django.conf import settings
 from django.core.mail import BadHeaderError
 from django.core.mail.message import sanitize_address
 from django.core.mail.utils import DNS_NAME
+
+from messaging import conf
 
 # Set from the message's own fields, never from its extra headers (as Django does).
 _ADDRESS_HEADERS = frozenset({"from", "to", "cc", "reply-to"})
@@ -140,7 +141,7 @@ def mime_bytes(message: Outgoing, *, date: str | None = None) -> bytes:
         lines.append(header("Reply-To", ", ".join(address(value) for value in message.reply_to)))
     names = {name.lower() for name in message.headers}
     if "date" not in names:
-        lines.append(f"Date: {date or formatdate(localtime=settings.EMAIL_USE_LOCALTIME)}")
+        lines.append(f"Date: {date or formatdate(localtime=conf.use_localtime())}")
     if "message-id" not in names:
         lines.append(f"Message-ID: {make_msgid(domain=str(DNS_NAME))}")
     lines.extend(

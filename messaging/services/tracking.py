@@ -7,8 +7,7 @@ import html
 import uuid
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
+from messaging import conf
 from messaging.services.htmltools import LenientHTMLParser
 from messaging.services.tokens import click_token, is_web_url, open_token
 
@@ -25,7 +24,7 @@ class Tracking:
     email_id: uuid.UUID
     opens: bool
     clicks: bool
-    base_url: str = field(default_factory=lambda: str(settings.PUBLIC_BASE_URL))
+    base_url: str = field(default_factory=conf.public_base_url)
 
     def click_url(self, url: str) -> str:
         return f"{self.base_url}/t/c/{click_token(self.email_id, url)}"

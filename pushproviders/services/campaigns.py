@@ -26,8 +26,9 @@ from pushproviders.models import (
     PushMessage,
     PushMessageStatus,
 )
+from pushproviders.queue import PUSH_QUEUE
 from pushproviders.selectors import push_app_get
-from pushproviders.services.delivery import PUSH_QUEUE, push_event_emit
+from pushproviders.services.outcomes import push_event_emit
 from pushproviders.services.sending import _Renderer, _targets
 from tenancy.models import Project
 

@@ -7,7 +7,7 @@ from django.db import transaction
 from config import clock
 from config.api.errors import or_404
 from pushproviders.models import PushDelivery, PushMessage
-from pushproviders.services.delivery import push_event_emit
+from pushproviders.services.outcomes import push_event_emit
 from pushproviders.services.sending import _not_found
 from tenancy.models import Project
 

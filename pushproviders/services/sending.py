@@ -33,9 +33,10 @@ from pushproviders.models import (
     PushMessage,
     PushMessageStatus,
 )
+from pushproviders.queue import PUSH_QUEUE
 from pushproviders.readiness import SendProblem, provider_send_problem
 from pushproviders.selectors import push_app_get, push_installation_list, push_provider_for
-from pushproviders.services.delivery import PUSH_QUEUE, push_event_emit
+from pushproviders.services.outcomes import push_event_emit
 from tenancy.models import Meter, Project
 from tenancy.usage import Reservation, usage_reserve
 

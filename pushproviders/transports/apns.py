@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import jwt
 import orjson
-from django.conf import settings
 
 from config.guardedhttp import Answer, Target
+from pushproviders import conf
 from pushproviders.models import ApnsEnvironment
 from pushproviders.readiness import ApnsCredentials
 from pushproviders.transports.base import (
@@ -96,7 +96,7 @@ def _provider_token(credentials: ApnsCredentials) -> str:
 
 
 def base_url(credentials: ApnsCredentials) -> str:
-    configured: str = settings.PUSH_APNS_BASE_URL
+    configured = conf.apns_base_url()
     return configured or BASE_URLS.get(
         ApnsEnvironment(credentials.environment), BASE_URLS[ApnsEnvironment.PRODUCTION]
     )

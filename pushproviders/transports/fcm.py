@@ -15,9 +15,9 @@ from urllib.parse import quote
 import httpx
 import jwt
 import orjson
-from django.conf import settings
 
 from config.guardedhttp import Answer
+from pushproviders import conf
 from pushproviders.credentials import ServiceAccount
 from pushproviders.readiness import FcmCredentials
 from pushproviders.transports.base import (
@@ -174,7 +174,7 @@ class FcmTransport:
         self.client.close()
 
     def _send_url(self) -> httpx.URL:
-        base = settings.PUSH_FCM_BASE_URL
+        base = conf.fcm_base_url()
         if self._url is None or self._url[0] != base:
             project = quote(self.account.project_id, safe="")
             url = url_guarded_parsed(

@@ -5,10 +5,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import httpx
-from django.conf import settings
 
 from config import netguard
 from config.guardedhttp import GuardedClient
+from pushproviders import conf
 from pushproviders.transports.base import permanent, transient
 
 
@@ -18,8 +18,8 @@ def guarded_client(
     """A client for one batch: PUSH_HTTP_TIMEOUT, and loopback http when PUSH_ALLOW_HTTP;
     over HTTP/2, the `unindexed` headers are kept out of HPACK's table."""
     return GuardedClient(
-        allow_loopback_http=settings.PUSH_ALLOW_HTTP,
-        timeout=settings.PUSH_HTTP_TIMEOUT,
+        allow_loopback_http=conf.allow_http(),
+        timeout=conf.http_timeout(),
         http1=http1,
         http2=http2,
         unindexed=unindexed,

@@ -23,7 +23,8 @@ from config.workqueue import wake
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
 from config.workqueue.policy import RetryPolicy, retry_policy_for
-from config.workqueue.queue import BatchOutcome, BatchWork, PerItem, WorkQueue
+from config.workqueue.queue import WorkQueue
+from config.workqueue.work import BatchOutcome, BatchWork, PerItem
 from events.models import Event
 from tests.factories import ProjectFactory
 

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from config.copy import RawJson
 from config.workqueue.models import WorkStatus
 from messaging.models import Email, EmailDelivery, EmailStatus
-from messaging.services.delivery import EMAIL_QUEUE
+from messaging.queue import EMAIL_QUEUE
 from messaging.services.email_store import emails_insert, emails_insert_instances
 from tests.messaging.factories_emails import EmailFactory
 

@@ -12,7 +12,8 @@ from django.urls import reverse
 
 from config.workqueue.models import WorkStatus
 from messaging.models import Email, EmailDelivery, EmailStatus
-from messaging.services.delivery import EMAIL_QUEUE, emails_deliver_batch
+from messaging.queue import EMAIL_QUEUE
+from messaging.services.delivery import emails_deliver_batch
 from tests.factories import UserFactory
 from tests.messaging.smtp_server import SmtpServer, smtp_server_for
 

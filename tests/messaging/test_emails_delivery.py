@@ -8,7 +8,8 @@ from django.core import signing
 
 from events.models import Event
 from messaging.models import CapturedMessage, Email, EmailDelivery, EmailStatus, RecordPurpose
-from messaging.services.delivery import emails_deliver_batch, html_to_text
+from messaging.services.assembly import html_to_text
+from messaging.services.delivery import emails_deliver_batch
 from messaging.services.tokens import unsubscribe_token, unsubscribe_token_read
 from tests.messaging.factories_domains import DomainFactory, record_of
 from tests.messaging.smtp_server import SmtpServer, smtp_server_for, use_capture

@@ -5,7 +5,7 @@ import uuid
 
 from django.core import signing
 
-from messaging.services.delivery import html_to_text
+from messaging.services.assembly import html_to_text
 from messaging.services.tokens import (
     click_token,
     click_token_read,

@@ -25,8 +25,8 @@ from pushproviders.services.delivery import (
     push_deliver_batch,
     push_deliver_due,
     push_deliveries_requeue,
-    push_messages_roll_up_stale,
 )
+from pushproviders.services.outcomes import push_messages_roll_up_stale
 from pushproviders.tasks import deliver_push, sweep_push
 from tests.messaging.factories_templates import MessageTemplateFactory, TemplateVersionFactory
 from tests.processes import ROOT
@@ -491,7 +491,7 @@ def test_the_retry_settings_set_the_backoff(push, ada, fcm, clock, settings):
 
 
 def test_the_retry_settings_are_read_from_the_environment():
-    policy = "from pushproviders.services.delivery import push_retry_policy as p; print(p())"
+    policy = "from pushproviders.conf import retry_policy as p; print(p())"
     environment = {
         **os.environ,
         "PUSH_RETRY_BASE_SECONDS": "7.5",

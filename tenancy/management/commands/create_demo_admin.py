@@ -4,10 +4,11 @@ import json
 import secrets
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from tenancy import conf
 
 DEMO_ADMIN = "admin"
 DEMO_ADMIN_EMAIL = "admin@example.com"
@@ -23,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if not settings.DEMO_ADMIN_ALLOWED:
+        if not conf.demo_admin_allowed():
             raise CommandError(
                 "A login whose password is printed is for local development only; "
                 "create a real one with `manage.py createsuperuser`."
