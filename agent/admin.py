@@ -3,7 +3,7 @@
 from django.contrib import admin
 
 from agent.models import ToolCall
-from config.admin import ReadOnlyModelAdmin
+from config.console.admin import ReadOnlyModelAdmin
 
 
 @admin.register(ToolCall)

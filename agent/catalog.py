@@ -1,4 +1,4 @@
-"""The tools every family registered (config.agenttools), loaded once per process."""
+"""The tools every family registered (config.registries.agenttools), loaded once per process."""
 
 import threading
 from dataclasses import dataclass
@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from agent.schemas import input_schemas
-from config.agenttools import AgentTool, ExecutePath, agent_tool_modules
+from config.registries.agenttools import AgentTool, ExecutePath, agent_tool_modules
 
 
 @dataclass(frozen=True, eq=False)

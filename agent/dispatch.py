@@ -31,9 +31,9 @@ from rest_framework.response import Response
 
 from agent.catalog import Catalog
 from agent.schemas import path_arguments, query_arguments
-from config.agenttools import AgentTool
 from config.api.errors import Issue, NotFound, ServiceError, ValidationFailed
 from config.api.exceptions import error_body_for
+from config.registries.agenttools import AgentTool
 from tenancy.access import Access, KeyRecord
 from tenancy.api.authentication import Settled, request_settle
 from tenancy.api.permissions import PROJECT_HEADER_NAME, project_access, project_id_selected

@@ -17,7 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 from drf_spectacular.generators import SchemaGenerator
 
-from config.agenttools import AgentTool
+from config.registries.agenttools import AgentTool
 
 PAGE_QUERY = ("limit", "after")
 PROJECT_ID = {

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from agent.catalog import Catalog
 from agent.dispatch import ToolOutcome, project_uuid, tool_run
 from agent.models import ToolCall
-from config import clock
+from config.runtime import clock
 from tenancy.access import KeyRecord
 from tenancy.ratelimit import RateDecision
 

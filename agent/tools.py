@@ -6,8 +6,8 @@ then calls that operation's endpoint (named in its family's `EXECUTE_PATHS`)."""
 
 from typing import Any
 
-from config.agenttools import AgentTool
 from config.api.errors import PreparedActionInvalid
+from config.registries.agenttools import AgentTool
 from tenancy.access import Access
 from tenancy.models import Project
 from tenancy.preparedactions.api.serializers import ExecuteInputSerializer

@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 
-from config.agenttools import register_agent_tools
-from config.metrics_hooks import register_metrics_source
+from config.registries.agenttools import register_agent_tools
+from config.registries.metrics import register_metrics_source
 from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 from events.hooks import register_event_batch_handler
 from tenancy.preparedactions.registry import Operation, register

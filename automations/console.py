@@ -1,6 +1,6 @@
 """Automation runs in the staff console and the metrics: a contact's runs with their steps
 on its timeline (contacts.hooks), with a cancel button, and runs by status for
-Prometheus (config.metrics_hooks)."""
+Prometheus (config.registries.metrics)."""
 
 import datetime as dt
 from collections.abc import Iterable

@@ -13,8 +13,8 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from config import clock
-from config.versions import version_constraints
+from config.db.versions import version_constraints
+from config.runtime import clock
 from config.workqueue.models import WorkItem, due_index, lease_index
 from contacts.models import Contact
 from messaging.models import Email

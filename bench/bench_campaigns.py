@@ -44,7 +44,7 @@ SEED_CODE = """
 import json, time, uuid
 from django.db import connection
 from django.contrib.auth import get_user_model
-from config.copy import copy_insert
+from config.db.copy import copy_insert
 from contacts.models import Contact
 from contacts.audiences.models import Audience, AudienceMembership
 from tenancy.models import Project

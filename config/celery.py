@@ -16,7 +16,7 @@ from celery.signals import (
 from django.conf import settings
 from kombu.entity import Queue
 
-from config.requestcontext import current_request_id, request_id_reset, request_id_set
+from config.observability.requestcontext import current_request_id, request_id_reset, request_id_set
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 

@@ -1,8 +1,8 @@
 """The production entry point: `granian --interface rsgi config.rsgi:application`. The
 Django application (config/wsgi.py) behind the front that reads request bodies first
-(config/rsgiserver.py says why)."""
+(config/net/rsgiserver.py says why)."""
 
-from config.rsgiserver import Server
+from config.net.rsgiserver import Server
 from config.wsgi import application as wsgi_application
 
 application = Server(wsgi_application)

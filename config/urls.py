@@ -8,7 +8,7 @@ from config.api.converters import AnyCaseUUIDConverter
 from config.api.exceptions import not_found_view
 from config.api.health import HealthView
 from config.api.reference import OpenApiView, SwaggerView
-from config.metrics import metrics_view
+from config.observability.metrics import metrics_view
 
 # Every `<uuid:...>` of every app matches in any case. Django 5.2 warns that replacing a
 # built-in converter goes away in Django 6, where this line must name a converter of its

@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.safestring import SafeString
 
-from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
 from contacts.audiences.models import AudienceMembership
 from contacts.models import Contact
 from contacts.services import contact_delete

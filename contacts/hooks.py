@@ -7,7 +7,7 @@ commit exactly when the change does, and a handler that raises rolls the change 
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from config.hooks import Handlers
+from config.registries.hooks import Handlers
 
 if TYPE_CHECKING:
     import datetime as dt

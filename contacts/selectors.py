@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from django.db.models import Q, QuerySet
 
 from config.api.jsonvalues import json_size
-from config.db import binary_cursor
+from config.db.cursor import binary_cursor
 from contacts.models import Contact
 from contacts.normalization import normalise_email
 from tenancy.models import Project

@@ -9,12 +9,12 @@ from typing import Any, Literal
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection, transaction
 
-from config import clock
 from config.api.errors import Conflict, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked, stored_json_issues
-from config.db import binary_cursor
-from config.model_update import model_update
-from config.outbox import SystemEvent, system_event_emit, system_events_emit
+from config.db.cursor import binary_cursor
+from config.db.update import model_update
+from config.registries.outbox import SystemEvent, system_event_emit, system_events_emit
+from config.runtime import clock
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.hooks import contact_deleted_handlers
 from contacts.models import Contact

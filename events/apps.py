@@ -1,10 +1,10 @@
 from django.apps import AppConfig
 
-from config.agenttools import register_agent_tools
-from config.outbox import register_system_event_writer, register_system_events_committed
+from config.registries.agenttools import register_agent_tools
+from config.registries.outbox import register_system_event_writer, register_system_events_committed
 from contacts.hooks import register_timeline_source
 
-# Lower families record system events through config.outbox; this is its writer.
+# Lower families record system events through config.registries.outbox; this is its writer.
 register_system_event_writer("events.services.system.emit_system_events")
 # ... and, after the commit of a transaction that recorded some, the event workers' wake-up.
 register_system_events_committed("events.wake.events_wake")

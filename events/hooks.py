@@ -23,7 +23,7 @@ inside the event's savepoint: the event's writes still stand or fall with it."""
 
 from typing import TYPE_CHECKING, Protocol
 
-from config.hooks import Handlers
+from config.registries.hooks import Handlers
 
 if TYPE_CHECKING:
     from contacts.models import Contact

@@ -5,7 +5,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.models import WorkItem, due_index, lease_index
 from tenancy.models import Project
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from config.bulk import rows_fetch
+from config.db.bulk import rows_fetch
 from events.models import UNPROCESSED_STATUSES, Event, EventStatus, EventType
 from tenancy.models import Project
 

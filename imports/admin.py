@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
+from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
 from imports.models import Import, ImportChunk
 from imports.services.commit import import_chunks_requeue
 

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from config.agenttools import register_agent_tools
+from config.registries.agenttools import register_agent_tools
 from tenancy.preparedactions.registry import Operation, register
 
 # CONTRACT section 2's scope for import commits, spelled out because tenancy.models (where

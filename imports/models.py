@@ -4,7 +4,7 @@ the commit's work items (chunks of rows on the work-queue kit)."""
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.models import WorkItem, due_index, lease_index
 from tenancy.models import ProjectScopedModel
 

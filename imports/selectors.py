@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from django.db.models import QuerySet
 
-from config.db import binary_cursor
+from config.db.cursor import binary_cursor
 from imports.models import Import, ImportChunk, ImportRow
 from tenancy.models import Project
 

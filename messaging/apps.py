@@ -1,9 +1,9 @@
 from anymail.signals import tracking
 from django.apps import AppConfig
 
-from config.agenttools import register_agent_tools
-from config.console_hooks import register_dashboard_section
-from config.hooks import ByPath
+from config.registries.agenttools import register_agent_tools
+from config.registries.console import register_dashboard_section
+from config.registries.hooks import ByPath
 from contacts.hooks import register_timeline_source
 from tenancy.preparedactions.registry import Operation, register
 

@@ -1,12 +1,12 @@
-"""Campaigns awaiting review on the staff console's dashboard (config.console_hooks)."""
+"""Campaigns awaiting review on the staff console's dashboard (config.registries.console)."""
 
 from typing import Any
 
 from django.urls import reverse
 from django.utils.timesince import timesince
 
-from config import clock
-from config.console_hooks import DashboardRow, DashboardSection
+from config.registries.console import DashboardRow, DashboardSection
+from config.runtime import clock
 from messaging.models.campaigns import CampaignAwaitingReview, CampaignStatus
 
 SHOWN = 10

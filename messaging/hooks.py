@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from config.hooks import Handlers
+from config.registries.hooks import Handlers
 
 if TYPE_CHECKING:
     from contacts.models import Contact

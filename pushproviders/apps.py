@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from config.agenttools import register_agent_tools
+from config.registries.agenttools import register_agent_tools
 from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 from messaging.hooks import register_push_campaign_handlers, register_push_test_sender
 

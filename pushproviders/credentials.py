@@ -17,7 +17,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from config import netguard
+from config.net import netguard
 from pushproviders import conf
 
 SERVICE_ACCOUNT_MEMBERS = ("project_id", "client_email", "private_key", "token_uri")
@@ -69,7 +69,7 @@ def b64url(raw: bytes) -> str:
 
 
 def url_checked(url: Any, path: str) -> str:
-    """A URL the service may fetch later, as far as its text tells (config.netguard's
+    """A URL the service may fetch later, as far as its text tells (config.net.netguard's
     `url_well_formed`, with PUSH_ALLOW_HTTP applied): a name is not resolved here, since
     what it resolves to can change before the fetch, which checks it when it connects."""
     if not isinstance(url, str):

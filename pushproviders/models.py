@@ -6,7 +6,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.models import WorkItem, dead_letter_index, due_index, lease_index
 from contacts.models import Contact
 from messaging.models import Campaign, MessageTemplate, TemplateVersion
@@ -46,7 +46,7 @@ class PushApp(ProjectScopedModel):
 
 class PushProvider(ProjectScopedModel):
     """How an app reaches one platform: public settings in clear, secrets encrypted with
-    config.secrets (never shown, logged or answered)."""
+    config.runtime.secrets (never shown, logged or answered)."""
 
     app = models.ForeignKey(PushApp, on_delete=models.CASCADE, related_name="providers")
     name = models.CharField(max_length=200)

@@ -6,7 +6,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from config import secrets
+from config.runtime import secrets
 from pushproviders import credentials
 from pushproviders.credentials import CredentialInvalid, ServiceAccount
 from pushproviders.models import ApnsEnvironment, Platform, ProviderStatus, PushProvider

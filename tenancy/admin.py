@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from config.admin import BigTableAdmin, beat_admin_secure
+from config.console.admin import BigTableAdmin, beat_admin_secure
 from tenancy.models import ApiKey, Membership, Plan, Project, ProjectGrant, Team, UsageDay
 from tenancy.services import (
     api_key_create,

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from config.agenttools import register_agent_tools
+from config.registries.agenttools import register_agent_tools
 
 
 class TenancyConfig(AppConfig):

@@ -28,9 +28,9 @@ from typing import Any
 import redis
 from django.http import HttpResponseBase
 
-from config import clock
 from config.api.errors import RateLimited
-from config.redisclient import redis_client
+from config.runtime import clock
+from config.runtime.redisclient import redis_client
 from tenancy import conf
 from tenancy.access import KeyRecord
 from tenancy.selectors import plan_terms_get

@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from config import clock
-from config.model_update import model_update
+from config.db.update import model_update
+from config.runtime import clock
 from tenancy.access import ALL_SCOPES, INTEGRATION_PREFIX, PERSONAL_PREFIX, hash_secret
 from tenancy.cache import forget, once_per
 from tenancy.models import ApiKey, KeyKind, Permission, Plan, Project, ProjectGrant, Team

@@ -39,9 +39,9 @@ import redis
 from django.db import transaction
 from django.db.models import Sum
 
-from config import clock
 from config.api.errors import PlanLimitExceeded
-from config.redisclient import redis_client
+from config.runtime import clock
+from config.runtime.redisclient import redis_client
 from tenancy import conf
 from tenancy.models import Meter, Project, UsageDay
 from tenancy.selectors import plan_terms_get

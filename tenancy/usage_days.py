@@ -11,8 +11,8 @@ from typing import Any, cast
 import redis
 from django.db import IntegrityError, connection, transaction
 
-from config import clock
-from config.redisclient import redis_client
+from config.runtime import clock
+from config.runtime.redisclient import redis_client
 from tenancy.models import Project, UsageDay, UsageFold
 from tenancy.usage import (
     DIRTY,

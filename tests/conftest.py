@@ -12,7 +12,7 @@ from django.db import connections, transaction
 from django.test import TransactionTestCase
 from rest_framework.test import APIClient
 
-from config import clock as service_clock
+from config.runtime import clock as service_clock
 from tenancy.access import ALL_SCOPES
 from tenancy.cache import forget_local
 from tenancy.models import KeyKind, Permission, Project, Role, Team

@@ -59,7 +59,10 @@ def test_a_hook_registry_imports_the_service_only_for_types():
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.ImportFrom) and node.module:
                 top = node.module.split(".")[0]
-                assert top not in PACKAGES or node.module == "config.hooks", (path, node.module)
+                assert top not in PACKAGES or node.module == "config.registries.hooks", (
+                    path,
+                    node.module,
+                )
             elif isinstance(node, ast.Import):
                 assert all(alias.name.split(".")[0] not in PACKAGES for alias in node.names)
 

@@ -166,7 +166,9 @@ def test_every_path_and_name_the_architecture_page_writes_exists():
     ],
 )
 def test_a_path_or_name_that_is_gone_is_reported(span):
-    assert missing_references(f"The writer is `{span}`, see `config/outbox.py`.") == [span]
+    assert missing_references(f"The writer is `{span}`, see `config/registries/outbox.py`.") == [
+        span
+    ]
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
-from config import secrets
+from config.runtime import secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 

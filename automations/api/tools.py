@@ -1,10 +1,10 @@
-"""The automation endpoints as agent tools (see config.agenttools).
+"""The automation endpoints as agent tools (see config.registries.agenttools).
 
 Lifecycle changes are live: agents prepare them (`automation_action_prepare`, whose
 result lists the effects) and run them with `prepared_action_execute`."""
 
 from automations.services.lifecycle import ACTIONS as LIFECYCLE_ACTIONS
-from config.agenttools import AgentTool
+from config.registries.agenttools import AgentTool
 
 TOOLS = [
     AgentTool(

@@ -30,9 +30,9 @@ from automations.services.engine import History, Verdict, new_writes
 from automations.services.liveengine import LiveEngine, awaited_windows
 from automations.services.loads import Columns, cache_related
 from automations.services.writes import Writes
-from config import clock
-from config.bulk import rows_fetch
-from config.collector import collector_paused
+from config.db.bulk import rows_fetch
+from config.db.collector import collector_paused
+from config.runtime import clock
 from config.workqueue.models import WorkStatus
 from config.workqueue.work import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact

@@ -22,9 +22,9 @@ from automations.models import (
 )
 from automations.services.runs import runs_stop
 from automations.services.triggers import triggers_changed
-from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed, or_404
 from config.api.jsonvalues import json_size, stored_json_issues
+from config.runtime import clock
 from tenancy.models import Project
 
 # The editor's layout is opaque to the service, but bounded like any stored value.

@@ -42,8 +42,8 @@ from automations.models import (
 from automations.services.loads import Fresh
 from automations.services.triggers import contact_facts, wait_correlates
 from automations.services.writes import Writes
-from config import clock
 from config.api.errors import ServiceError
+from config.runtime import clock
 from contacts.models import Contact
 from events.selectors import WindowEvents
 from messaging.services.email_batch import Likely

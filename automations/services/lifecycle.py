@@ -34,8 +34,8 @@ from automations.selectors import automation_get, automation_runs_in_progress
 from automations.services.automations import automation_locked, stamped_save
 from automations.services.runs import runs_release, runs_stop
 from automations.services.triggers import triggers_changed
-from config import clock
 from config.api.errors import Issue, ValidationFailed, or_404
+from config.runtime import clock
 from messaging.selectors.templates import template_list
 from tenancy.models import Project
 

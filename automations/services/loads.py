@@ -4,13 +4,13 @@ waits), on PostgreSQL, and making the rows it adds, without Django's per-row mac
 A batch of 500 resumed waits reads some 1,500 rows. Through the ORM most of that cost
 was turning them into instances: `Model.__init__` sets each field through its descriptor,
 and the text results parse every timestamp and UUID. Here the rows come in binary
-(`config.bulk.rows_fetch`: timestamps aware, UUIDs and JSON as Python values) and become
-instances by filling their `__dict__` (`config.fresh.Columns`).
+(`config.db.bulk.rows_fetch`: timestamps aware, UUIDs and JSON as Python values) and become
+instances by filling their `__dict__` (`config.db.fresh.Columns`).
 """
 
 from django.db import models
 
-from config.fresh import Columns, Fresh
+from config.db.fresh import Columns, Fresh
 from config.libinternals import related_cache
 
 __all__ = ["Columns", "Fresh", "cache_related"]

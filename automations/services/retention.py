@@ -15,7 +15,7 @@ from automations.models import (
     RunWait,
     WaitStatus,
 )
-from config import clock
+from config.runtime import clock
 from tenancy.selectors import project_retention_list
 
 PURGE_BATCH = 2000

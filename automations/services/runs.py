@@ -31,8 +31,8 @@ from automations.models import (
 )
 from automations.queue import RUN_QUEUE
 from automations.selectors import automation_get, automation_run_get
-from config import clock
 from config.api.errors import or_404
+from config.runtime import clock
 from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from tenancy.models import Project

@@ -28,9 +28,9 @@ from automations.selectors import automation_get, automation_run_get, automation
 from automations.services.engine import History
 from automations.services.testengine import InjectedEvent, TestEngine
 from automations.services.triggers import contact_facts
-from config import clock
 from config.api.errors import Issue, Unprocessable, ValidationFailed, or_404
 from config.api.jsonvalues import json_size_checked
+from config.runtime import clock
 from contacts.models import Contact
 from contacts.normalization import email_normalised
 from contacts.selectors import contact_get, contact_get_by_email

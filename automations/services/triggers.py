@@ -43,8 +43,8 @@ from automations.models import (
 )
 from automations.queue import RUN_QUEUE
 from automations.services.loads import Fresh
-from config import clock
-from config.bulk import rows_insert
+from config.db.bulk import rows_insert
+from config.runtime import clock
 from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from events.models import Event, EventSource

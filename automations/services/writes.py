@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from automations.models import AutomationRun, RunStep, RunWait
-from config.bulk import rows_insert, rows_update
+from config.db.bulk import rows_insert, rows_update
 from messaging.models import Email, EmailStatus
 from messaging.services.email_batch import EmailBatch, Likely
 

@@ -7,8 +7,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
 from config.api.exceptions import status_error_body, too_large_details
-from config.metrics import request_observe
-from config.requestcontext import request_id_from, request_id_reset, request_id_set
+from config.observability.metrics import request_observe
+from config.observability.requestcontext import request_id_from, request_id_reset, request_id_set
 
 # Headers of an error answer that still mean something once its body is the envelope.
 _KEPT_HEADERS = ("Allow", "WWW-Authenticate", "Retry-After")

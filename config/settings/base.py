@@ -5,7 +5,7 @@ from typing import Any
 
 import environ
 
-from config.secrets import key_derived_from
+from config.runtime.secrets import key_derived_from
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -13,7 +13,7 @@ env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-local-development-key-change-me")
-# Fernet keys that encrypt secrets at rest (config/secrets.py), comma-separated: the first
+# Fernet keys that encrypt secrets at rest (config/runtime/secrets.py), comma-separated: the first
 # encrypts, every one decrypts. Local and test runs derive one from SECRET_KEY; production
 # requires its own.
 SECRETS_ENCRYPTION_KEY = env.str("SECRETS_ENCRYPTION_KEY", default="") or key_derived_from(
@@ -23,8 +23,8 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 
 INSTALLED_APPS = [
-    # Django's admin with the staff console as its site (config/console.py).
-    "config.adminapp.ConsoleAdminConfig",
+    # Django's admin with the staff console as its site (config/console/site.py).
+    "config.console.apps.ConsoleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -71,7 +71,9 @@ APPEND_SLASH = False
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 
 # Django's debug page and error reports mask connection URLs as well as secrets.
-DEFAULT_EXCEPTION_REPORTER_FILTER = "config.diagnostics.ConnectionSafeExceptionReporterFilter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = (
+    "config.observability.diagnostics.ConnectionSafeExceptionReporterFilter"
+)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -79,7 +81,11 @@ WSGI_APPLICATION = "config.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [
+            BASE_DIR / "templates",
+            BASE_DIR / "config" / "console" / "templates",
+            BASE_DIR / "config" / "workqueue" / "templates",
+        ],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -290,7 +296,7 @@ IMPORT_MAX_ROWS = env.int("IMPORT_MAX_ROWS", default=2_000_000)
 IMPORT_CHUNK_ROWS = env.int("IMPORT_CHUNK_ROWS", default=5000)
 IMPORT_LEASE_SECONDS = env.float("IMPORT_LEASE_SECONDS", default=300.0)
 # Push: URLs fetched on a user's behalf (subscription endpoints, a service account's
-# token_uri) must be https to public addresses (config/netguard.py); on, this also lets
+# token_uri) must be https to public addresses (config/net/netguard.py); on, this also lets
 # http and loopback through, for tests against local stand-ins only.
 PUSH_ALLOW_HTTP = env.bool("PUSH_ALLOW_HTTP", default=False)
 # Where push goes: FCM's HTTP v1 API, and APNs (empty: by the provider's apns_environment,
@@ -343,13 +349,13 @@ LOGGING: dict[str, Any] = {
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "config.logs.JsonFormatter"},
+        "json": {"()": "config.observability.logs.JsonFormatter"},
     },
     # Database errors quote rows (emails, field values); logs keep only what names the
     # failure. Every handler carries the filter, and the request id's.
     "filters": {
-        "redact_database": {"()": "config.diagnostics.DatabaseErrorRedactor"},
-        "request_id": {"()": "config.logs.RequestIdFilter"},
+        "redact_database": {"()": "config.observability.diagnostics.DatabaseErrorRedactor"},
+        "request_id": {"()": "config.observability.logs.RequestIdFilter"},
     },
     "handlers": {
         "console": {

@@ -1,6 +1,6 @@
 """Production: secrets and services come from the environment, nothing has a default."""
 
-from config.secrets import keys_parsed
+from config.runtime.secrets import keys_parsed
 from config.settings import connections
 from config.settings.base import *  # noqa: F403 (each environment extends every base setting)
 from config.settings.base import env

@@ -10,8 +10,8 @@ from typing import Any
 
 from django.db import connection, models
 
-from config.bulk import rows_fetch
-from config.fresh import Columns
+from config.db.bulk import rows_fetch
+from config.db.fresh import Columns
 from config.workqueue.errors import WorkerLost
 from config.workqueue.models import DUE_STATUSES, WorkStatus
 from config.workqueue.work import T
@@ -34,7 +34,7 @@ _RETURNED: dict[type[models.Model], Columns[Any] | None] = {}
 
 def _returned(model: type[T]) -> "Columns[T] | None":
     """How a claim's `RETURNING` list becomes instances without the ORM's per-row work
-    (`config.fresh.Columns`), or None for a model with fields that convert what they read
+    (`config.db.fresh.Columns`), or None for a model with fields that convert what they read
     (the claim then goes through `raw`)."""
     if model not in _RETURNED:
         try:

@@ -28,7 +28,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import models, transaction
 from django.db.models import Prefetch, prefetch_related_objects
 
-from config import clock
+from config.runtime import clock
 from config.workqueue import wake as wakeup
 from config.workqueue.claiming import rows_claim
 from config.workqueue.errors import TimeLimitReached, WorkerLost

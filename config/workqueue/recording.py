@@ -11,8 +11,8 @@ from typing import Any
 from django.db import connection, models
 from django.db.models import Case, Value, When
 
-from config import clock
-from config.bulk import statement_run
+from config.db.bulk import statement_run
+from config.runtime import clock
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
 from config.workqueue.policy import RetryPolicy
@@ -76,7 +76,7 @@ def _record_done_postgresql(
     """One UPDATE ... FROM unnest(...): per-row values travel as arrays, so the
     statement is the same size for any batch (a CASE per column grows with it, and
     building it cost more than the rest of the batch's bookkeeping), bound on the
-    server in binary (`config.bulk`): Django's client-side binding quoted each array
+    server in binary (`config.db.bulk`): Django's client-side binding quoted each array
     element into the statement, which cost more than the update.
 
     With `token`, only the rows that claim still holds are updated; returns the keys

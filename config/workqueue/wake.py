@@ -22,7 +22,7 @@ from typing import Any
 from django.core.cache import cache
 
 from config.celery import app
-from config.requestcontext import current_request_id, request_id_bound
+from config.observability.requestcontext import current_request_id, request_id_bound
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
-"""The contacts endpoints as agent tools (served by the MCP endpoint; see config.agenttools)."""
+"""The contacts endpoints as agent tools (served by the MCP endpoint; see
+config.registries.agenttools)."""
 
-from config.agenttools import AgentTool
+from config.registries.agenttools import AgentTool
 
 TOOLS = [
     AgentTool(

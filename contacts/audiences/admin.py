@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from config.admin import ReadOnlyModelAdmin, pretty_json
+from config.console.admin import ReadOnlyModelAdmin, pretty_json
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
 
 

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from config.agenttools import register_agent_tools
+from config.registries.agenttools import register_agent_tools
 from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 
 # A deleted contact leaves every audience, in the deletion's transaction.

@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.db.models.functions import Lower
 
-from config.db import binary_cursor
+from config.db.cursor import binary_cursor
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
 from contacts.models import Contact
 from tenancy.models import Project

@@ -6,12 +6,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked
-from config.db import binary_cursor
-from config.model_update import model_update
-from config.outbox import SystemEvent, system_events_emit
+from config.db.cursor import binary_cursor
+from config.db.update import model_update
+from config.registries.outbox import SystemEvent, system_events_emit
+from config.runtime import clock
 from contacts.audiences.errors import NameTaken, PropertyKeyTaken
 from contacts.audiences.models import Audience, AudienceMembership, AudienceProperty
 from contacts.audiences.selectors import audiences_by_names

@@ -5,8 +5,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from config import clock
 from config.api.errors import Issue, ValidationFailed
+from config.runtime import clock
 from contacts.audiences.models import AudienceProperty, PropertyType
 
 MAX_STRING_LENGTH = 2000

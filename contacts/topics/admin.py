@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from config.admin import ReadOnlyModelAdmin
+from config.console.admin import ReadOnlyModelAdmin
 from contacts.topics.models import Subscription, Topic
 
 

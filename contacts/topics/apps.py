@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from config.agenttools import register_agent_tools
+from config.registries.agenttools import register_agent_tools
 from contacts.hooks import register_timeline_source
 
 # Its subscriptions on a contact's timeline in the staff console.

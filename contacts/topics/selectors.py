@@ -17,7 +17,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Lower
 
-from config.db import binary_cursor
+from config.db.cursor import binary_cursor
 from contacts.models import Contact
 from contacts.selectors import contact_list
 from contacts.topics.models import Subscription, SubscriptionStatus, Topic

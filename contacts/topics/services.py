@@ -6,11 +6,11 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
-from config.db import binary_cursor
-from config.model_update import model_update
-from config.outbox import SystemEvent, system_events_emit
+from config.db.cursor import binary_cursor
+from config.db.update import model_update
+from config.registries.outbox import SystemEvent, system_events_emit
+from config.runtime import clock
 from contacts.services import contact_event_emit, contact_get_for_update, contacts_lock_active
 from contacts.topics.errors import TopicNameTaken
 from contacts.topics.models import Subscription, SubscriptionSource, SubscriptionStatus, Topic

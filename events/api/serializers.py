@@ -6,7 +6,7 @@ from typing import Any
 from rest_framework import serializers
 
 from config.api.serializers import StrictSerializer
-from config.clock import iso_utc
+from config.runtime.clock import iso_utc
 from events.conf import (
     MAX_BATCH_ITEMS,
     MAX_EXTERNAL_ID_LENGTH,

@@ -17,7 +17,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from config import clock
+from config.runtime import clock
 from events.models import Event, EventStatus, EventType
 from events.shapes import Observation, merge_types, path_names_an_id, redact
 

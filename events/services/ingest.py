@@ -8,9 +8,9 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from config import clock
 from config.api.errors import PlanLimitExceeded, ServiceError
-from config.db import binary_cursor
+from config.db.cursor import binary_cursor
+from config.runtime import clock
 from events.models import Event
 from events.validation import EventInput
 from events.wake import events_wake

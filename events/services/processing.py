@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.work import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact
 from contacts.selectors import contact_list_by_identities

@@ -2,7 +2,7 @@
 
 import datetime as dt
 
-from config import clock
+from config.runtime import clock
 from events.models import Event, EventStatus
 from tenancy.selectors import project_retention_list
 

@@ -1,5 +1,5 @@
 """System events: what the platform itself reports under the reserved prefix. This is the
-writer behind `config.outbox`, through which the families below events record them. It
+writer behind `config.registries.outbox`, through which the families below events record them. It
 only writes rows, in the caller's transaction: the outbox wakes the event workers after
 commit (`events.wake.events_wake`, named in events/apps.py)."""
 
@@ -10,9 +10,9 @@ from typing import Any
 
 from django.db import connections, router
 
-from config import clock
-from config.bulk import statement_run
-from config.outbox import SystemEvent
+from config.db.bulk import statement_run
+from config.registries.outbox import SystemEvent
+from config.runtime import clock
 from events.models import SYSTEM_PREFIX, Event, EventSource
 from tenancy.models import Project
 
@@ -61,11 +61,11 @@ _PER_ROW: dict[str, str] = {
 
 def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEvent]) -> None:
     """Records several platform events of one name in the caller's transaction, in one
-    statement: the writer behind `config.outbox`.
+    statement: the writer behind `config.registries.outbox`.
 
     The columns every event shares are prepared once, from one model instance, and bound
     once; the rest go as one array each (`unnest`), bound on the server in binary
-    (`config.bulk`). A model instance and a bound value per column and event (as
+    (`config.db.bulk`). A model instance and a bound value per column and event (as
     `bulk_create` makes) cost more than the insert, and so did Django's client-side
     binding quoting each array element into the statement; a worker writes these for
     every message it sends."""

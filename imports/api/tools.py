@@ -1,9 +1,9 @@
-"""The import endpoints as agent tools (see config.agenttools).
+"""The import endpoints as agent tools (see config.registries.agenttools).
 
 A commit is live: agents preview it (`import_preview`, the prepare of `imports.commit`,
 whose result lists every change) and run it with `prepared_action_execute`."""
 
-from config.agenttools import AgentTool
+from config.registries.agenttools import AgentTool
 
 TOOLS = [
     AgentTool(

@@ -23,9 +23,9 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from config import clock
 from config.api.errors import Conflict, NotFound, PreparedActionExpired
-from config.collector import collector_paused
+from config.db.collector import collector_paused
+from config.runtime import clock
 from config.workqueue.models import WorkStatus
 from config.workqueue.queue import WorkQueue
 from config.workqueue.work import BatchWork

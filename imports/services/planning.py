@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from config import clock
+from config.runtime import clock
 from contacts.audiences.models import Audience
 from contacts.audiences.selectors import audiences_by_names, memberships_existing
 from contacts.selectors import (

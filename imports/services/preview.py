@@ -9,8 +9,8 @@ from typing import Any
 
 from django.db import transaction
 
-from config import clock
 from config.api.errors import Conflict, NotFound
+from config.runtime import clock
 from imports.mapping import ColumnMapping, mapping_parsed
 from imports.models import Import, ImportChunk, ImportStatus, RowStatus
 from imports.selectors import import_get

@@ -3,7 +3,7 @@ is never shown."""
 
 from django.contrib import admin
 
-from config.admin import ReadOnlyInline, ReadOnlyModelAdmin
+from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin
 from messaging.models import Domain, DomainRecord
 
 

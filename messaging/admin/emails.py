@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from config.admin import DeadLetterAdmin, ErrorCodeFilter, ReadOnlyModelAdmin
+from config.console.admin import DeadLetterAdmin, ErrorCodeFilter, ReadOnlyModelAdmin
 from messaging.models import CapturedMessage, DeadLetteredEmailDelivery, Email, EmailDelivery
 from messaging.services.deadletter import email_deliveries_requeue
 

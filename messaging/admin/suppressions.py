@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from config.admin import ReadOnlyModelAdmin
+from config.console.admin import ReadOnlyModelAdmin
 from messaging.models import Suppression
 
 

@@ -6,8 +6,8 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from config.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
 from config.api.errors import ServiceError
+from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
 from contacts.models import Contact
 from messaging.models.templates import MessageTemplate, TemplateVersion
 from messaging.services.rendering import (

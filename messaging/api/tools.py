@@ -1,11 +1,11 @@
-"""The template and campaign endpoints as agent tools (see config.agenttools).
+"""The template and campaign endpoints as agent tools (see config.registries.agenttools).
 
 Sending a campaign is live: agents prepare it (`campaign_send_prepare`, whose result lists
 the recipients and what is skipped) and send it with `prepared_action_execute`."""
 
 from typing import Any
 
-from config.agenttools import AgentTool
+from config.registries.agenttools import AgentTool
 from messaging.models.templates import Channel
 from messaging.selectors.campaigns import campaign_get
 

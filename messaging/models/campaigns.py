@@ -5,7 +5,7 @@ once) and the fan-out batches that make the messages, on the work-queue kit."""
 from django.conf import settings
 from django.db import models
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.models import WorkItem, due_index, lease_index
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion
 from tenancy.models import ProjectScopedModel

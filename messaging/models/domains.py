@@ -4,7 +4,7 @@ import uuid
 
 from django.db import models
 
-from config import clock
+from config.runtime import clock
 from tenancy.models import Project
 
 
@@ -33,7 +33,7 @@ class Domain(models.Model):
         max_length=16, choices=DomainStatus.choices, default=DomainStatus.PENDING
     )
     dkim_selector = models.CharField(max_length=63)
-    # PKCS#1 PEM encrypted with config.secrets; never shown or logged.
+    # PKCS#1 PEM encrypted with config.runtime.secrets; never shown or logged.
     dkim_private_key_encrypted = models.TextField()
     created_at = models.DateTimeField(default=clock.now)
     checked_at = models.DateTimeField(null=True, blank=True)

@@ -6,7 +6,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.models import WorkItem, dead_letter_index, due_index, lease_index
 from messaging.models.templates import MessageTemplate, TemplateVersion
 from tenancy.models import Project

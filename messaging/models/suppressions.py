@@ -4,7 +4,7 @@ import uuid
 
 from django.db import models
 
-from config import clock
+from config.runtime import clock
 from tenancy.models import Project
 
 

@@ -5,7 +5,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from config.versions import version_constraints
+from config.db.versions import version_constraints
 from tenancy.models import Project
 
 

@@ -37,8 +37,8 @@ from typing import Any, NamedTuple, cast
 
 from django.db import connection, transaction
 
-from config import clock
-from config.copy import RawJson, array_literal, copy_insert
+from config.db.copy import RawJson, array_literal, copy_insert
+from config.runtime import clock
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
 from config.workqueue.queue import WorkQueue

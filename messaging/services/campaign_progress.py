@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.models import WorkStatus
 from messaging.hooks import push_campaign_progress
 from messaging.models import (

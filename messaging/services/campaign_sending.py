@@ -10,8 +10,8 @@ from typing import Any
 
 from django.db import transaction
 
-from config import clock
 from config.api.errors import Issue, NotFound
+from config.runtime import clock
 from messaging.errors import CampaignNotReady, CampaignTransitionNotAllowed
 from messaging.hooks import push_campaign_sender
 from messaging.models import Campaign, CampaignStatus, Channel

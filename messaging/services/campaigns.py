@@ -23,9 +23,9 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from config import clock
 from config.api.errors import Issue, NotFound, ValidationFailed
-from config.model_update import model_update
+from config.db.update import model_update
+from config.runtime import clock
 from config.workqueue.models import DUE_STATUSES, WorkStatus
 from contacts.audiences.models import Audience
 from contacts.audiences.selectors import audience_get

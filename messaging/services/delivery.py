@@ -22,9 +22,9 @@ from django.core.mail import get_connection
 from django.core.mail.backends.smtp import EmailBackend as SmtpBackend
 from django.db import connection
 
-from config import clock
-from config.db import binary_cursor
-from config.outbox import SystemEvent, system_events_emit
+from config.db.cursor import binary_cursor
+from config.registries.outbox import SystemEvent, system_events_emit
+from config.runtime import clock
 from config.workqueue.errors import WorkError
 from config.workqueue.work import BatchWork
 from messaging import conf

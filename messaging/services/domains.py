@@ -21,8 +21,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Length
 
-from config import clock, secrets
 from config.api.errors import NotFound, ValidationFailed, or_404
+from config.runtime import clock, secrets
 from messaging import conf
 from messaging.errors import DomainTaken
 from messaging.models import Domain, DomainRecord, DomainStatus, RecordPurpose
@@ -280,7 +280,7 @@ def domain_dkim_key_for(*, project: Project, from_address: str) -> DkimKey | Non
     project's verified domain for the address's host, else for its closest parent domain
     (DMARC's relaxed alignment); None when there is none, so the message goes unsigned.
 
-    Raises config.secrets.SecretUnreadable when the stored key cannot be decrypted.
+    Raises config.runtime.secrets.SecretUnreadable when the stored key cannot be decrypted.
     """
     _, address = parseaddr(from_address)
     local, at, host = address.rpartition("@")

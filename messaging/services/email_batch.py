@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db import transaction
 
-from config import clock
 from config.api.errors import ValidationFailed
+from config.runtime import clock
 from contacts.selectors import contact_list
 from messaging.models.emails import Email, EmailStatus
 from messaging.selectors.suppressions import suppressed_among

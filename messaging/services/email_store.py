@@ -5,7 +5,7 @@ automations engine and `email_send_many`), so the rows they write are the same r
 
 Emails travel as columns: those that differ per email (`columns`, one tuple per email)
 and those every email of the write shares (`constants`, formatted once). Both inserts are
-a COPY (config/copy.py).
+a COPY (config/db/copy.py).
 """
 
 import datetime as dt
@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from config.copy import copy_insert
+from config.db.copy import copy_insert
 from config.workqueue.models import WorkStatus
 from messaging.models import Email, EmailDelivery
 from messaging.queue import EMAIL_QUEUE

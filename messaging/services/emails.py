@@ -16,9 +16,9 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 
-from config import clock
 from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed, or_404
-from config.fresh import Fresh
+from config.db.fresh import Fresh
+from config.runtime import clock
 from contacts.models import Contact
 from contacts.selectors import contact_get
 from messaging.hooks import push_test_sender

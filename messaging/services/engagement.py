@@ -13,9 +13,9 @@ from typing import Any
 
 from django.db import transaction
 
-from config import clock
 from config.api.errors import ValidationFailed
-from config.outbox import system_event_emit
+from config.registries.outbox import system_event_emit
+from config.runtime import clock
 from contacts.models import Contact
 from contacts.services import contact_find_for_update
 from contacts.topics.models import SubscriptionSource, SubscriptionStatus, Topic

@@ -18,9 +18,9 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Value, When
 
-from config import clock
 from config.api.errors import ValidationFailed
-from config.outbox import system_event_emit
+from config.registries.outbox import system_event_emit
+from config.runtime import clock
 from messaging.models import Email, EmailStatus, EspEventReceipt, SuppressionReason
 from messaging.services.engagement import (
     email_click_record,

@@ -13,8 +13,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 
-from config import clock
 from config.api.errors import Conflict, Issue, NotFound, ValidationFailed, or_404
+from config.runtime import clock
 from contacts.selectors import contact_get
 from messaging.errors import DraftIncomplete, NoDraftToPublish
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion, VersionState

@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from messaging.hooks import PushCampaignProgress

@@ -22,7 +22,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
 from config.workqueue.work import BatchWork

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from config import clock
 from config.api.errors import Conflict, Issue, NotFound, ValidationFailed, or_404
+from config.runtime import clock
 from contacts.models import Contact
 from contacts.selectors import contact_get
 from contacts.services import contact_upsert

@@ -4,8 +4,8 @@ import uuid
 
 from django.db import transaction
 
-from config import clock
 from config.api.errors import or_404
+from config.runtime import clock
 from pushproviders.models import PushDelivery, PushMessage
 from pushproviders.services.outcomes import push_event_emit
 from pushproviders.services.sending import _not_found

@@ -11,9 +11,9 @@ from typing import Any
 
 from django.db import connection
 
-from config import clock
-from config.bulk import statement_run
-from config.outbox import SystemEvent, system_events_emit
+from config.db.bulk import statement_run
+from config.registries.outbox import SystemEvent, system_events_emit
+from config.runtime import clock
 from config.workqueue.errors import WorkError
 from config.workqueue.work import BatchWork, PerItem
 from pushproviders import conf

@@ -12,9 +12,9 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from config import secrets
 from config.api.errors import Issue, NotFound, ValidationFailed, or_404
-from config.model_update import model_update
+from config.db.update import model_update
+from config.runtime import secrets
 from pushproviders import credentials
 from pushproviders.credentials import CredentialInvalid
 from pushproviders.errors import ProviderPlatformTaken

@@ -6,7 +6,7 @@ import uuid
 from django.db import transaction
 
 from config.api.errors import NotFound, or_404
-from config.model_update import model_update
+from config.db.update import model_update
 from pushproviders.models import PushApp
 from pushproviders.selectors import push_app_get
 from tenancy.models import Project

@@ -17,8 +17,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from config import clock
 from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed
+from config.runtime import clock
 from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from contacts.selectors import contact_get

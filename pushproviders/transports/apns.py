@@ -15,7 +15,7 @@ import httpx
 import jwt
 import orjson
 
-from config.guardedhttp import Answer, Target
+from config.net.guardedhttp import Answer, Target
 from pushproviders import conf
 from pushproviders.models import ApnsEnvironment
 from pushproviders.readiness import ApnsCredentials

@@ -16,7 +16,7 @@ import httpx
 import jwt
 import orjson
 
-from config.guardedhttp import Answer
+from config.net.guardedhttp import Answer
 from pushproviders import conf
 from pushproviders.credentials import ServiceAccount
 from pushproviders.readiness import FcmCredentials

@@ -6,8 +6,8 @@ from contextlib import contextmanager
 
 import httpx
 
-from config import netguard
-from config.guardedhttp import GuardedClient
+from config.net import netguard
+from config.net.guardedhttp import GuardedClient
 from pushproviders import conf
 from pushproviders.transports.base import permanent, transient
 

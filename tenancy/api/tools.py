@@ -1,6 +1,6 @@
-"""Account discovery as an agent tool (see config.agenttools)."""
+"""Account discovery as an agent tool (see config.registries.agenttools)."""
 
-from config.agenttools import AgentTool
+from config.registries.agenttools import AgentTool
 
 TOOLS = [
     AgentTool(

@@ -2,7 +2,7 @@
 
 An app names its functions by dotted path in its `apps.py` (importing its modules there
 would load models before the app registry is ready); they are imported at first use, as
-the hook registries of `config.hooks` do. Tests may register callables directly."""
+the hook registries of `config.registries.hooks` do. Tests may register callables directly."""
 
 from collections.abc import Callable
 from dataclasses import dataclass

@@ -7,8 +7,8 @@ from typing import Any
 from django.db import transaction
 from rest_framework.utils.encoders import JSONEncoder
 
-from config import clock
 from config.api.errors import Conflict, PreparedActionExpired, PreparedActionInvalid
+from config.runtime import clock
 from tenancy.access import Access
 from tenancy.models import Project
 from tenancy.preparedactions.models import PreparedAction, PreparedActionStatus

@@ -15,8 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from automations.models import RunStatus
-from config.console import ProjectFilter, project_path
-from config.console_hooks import (
+from config.console.site import ProjectFilter, project_path
+from config.registries.console import (
     DashboardRow,
     DashboardSection,
     register_dashboard_section,

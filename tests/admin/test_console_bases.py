@@ -2,7 +2,7 @@
 
 import pytest
 
-from config import admin as config_admin
+from config.console import admin as config_admin
 from tests.contacts.factories import ContactFactory
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from config.agenttools import AgentTool
+from config.registries.agenttools import AgentTool
 
 TOOLS = [
     AgentTool(

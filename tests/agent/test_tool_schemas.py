@@ -9,7 +9,7 @@ from jsonschema import Draft202012Validator
 from agent.catalog import catalog, catalog_forget
 from agent.dispatch import tool_run
 from agent.schemas import input_schema, openapi_document
-from config.agenttools import AgentTool, register_agent_tools, unregister_agent_tools
+from config.registries.agenttools import AgentTool, register_agent_tools, unregister_agent_tools
 from tenancy.api.authentication import api_key_authenticate
 from tests.automations.factories import simple_definition
 from tests.contacts.factories import ContactFactory

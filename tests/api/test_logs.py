@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 import config.urls
-from config.diagnostics import DatabaseErrorRedactor
+from config.observability.diagnostics import DatabaseErrorRedactor
 from contacts.models import Contact
 from tenancy.api.base import ProjectView
 from tests.api.test_envelopes import assert_error

@@ -19,7 +19,7 @@ from automations.models import (
     StepType,
     WaitStatus,
 )
-from config import clock
+from config.runtime import clock
 from tests.factories import ProjectFactory
 
 

@@ -1,4 +1,4 @@
-"""Bulk writes (config/bulk.py): one statement for any number of rows, unique keys met as
+"""Bulk writes (config/db/bulk.py): one statement for any number of rows, unique keys met as
 the caller asks, Django's errors and its query log."""
 
 import uuid
@@ -7,8 +7,8 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from config import clock
-from config.bulk import rows_insert, rows_update
+from config.db.bulk import rows_insert, rows_update
+from config.runtime import clock
 from events.models import Event
 from tests.factories import ProjectFactory
 

@@ -2,7 +2,7 @@
 
 import datetime as dt
 
-from config.clock import iso_utc
+from config.runtime.clock import iso_utc
 
 
 def test_iso_utc_writes_utc_with_z_and_keeps_microseconds():

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from config.collector import collector_paused
+from config.db.collector import collector_paused
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from django.db import connection
 
-from config.copy import RawJson, array_literal, copy_insert
+from config.db.copy import RawJson, array_literal, copy_insert
 from contacts.models import Contact
 from tests.factories import ProjectFactory
 

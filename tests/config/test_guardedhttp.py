@@ -11,8 +11,8 @@ import hpack
 import httpx
 import pytest
 
-from config import netguard
-from config.guardedhttp import GuardedClient, _ProviderEncoder
+from config.net import netguard
+from config.net.guardedhttp import GuardedClient, _ProviderEncoder
 
 # Names only this test's resolver knows: the system's cannot give them an address.
 NAMES = {"stand-in.example.net": ["127.0.0.1"], "inside.example.net": ["10.20.30.40"]}

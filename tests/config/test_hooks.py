@@ -3,8 +3,8 @@ same handler as its callable."""
 
 from django.dispatch import Signal
 
-from config.hooks import ByPath, Handlers
-from config.outbox import system_event_emit
+from config.registries.hooks import ByPath, Handlers
+from config.registries.outbox import system_event_emit
 
 
 def first(**kwargs: object) -> str:
@@ -15,7 +15,7 @@ def test_a_handler_named_by_path_is_imported_at_first_use_and_registered_once():
     handlers: Handlers = Handlers()
     handlers.register("tests.config.test_hooks.first")
     handlers.register(first)
-    handlers.register("config.outbox.system_event_emit")
+    handlers.register("config.registries.outbox.system_event_emit")
 
     assert handlers.all() == (first, system_event_emit)
 

@@ -16,7 +16,6 @@ from django.db import connection
 
 from bench import keys
 from bench.standins import ApnsStandin
-from config.guardedhttp import GuardedClient, _ProviderEncoder
 from config.libinternals import (
     h2_encoders,
     httpx_errors,
@@ -24,6 +23,7 @@ from config.libinternals import (
     related_cache,
     transport_over,
 )
+from config.net.guardedhttp import GuardedClient, _ProviderEncoder
 from tenancy.models import Project
 
 

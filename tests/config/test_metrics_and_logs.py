@@ -16,8 +16,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 import config.urls
-from config.diagnostics import DatabaseErrorRedactor
-from config.logs import JsonFormatter
+from config.observability.diagnostics import DatabaseErrorRedactor
+from config.observability.logs import JsonFormatter
 from config.workqueue import wake
 from events.models import Event, EventStatus
 from events.services.processing import events_process_due

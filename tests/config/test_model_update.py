@@ -2,7 +2,7 @@
 
 import pytest
 
-from config.model_update import model_update
+from config.db.update import model_update
 from contacts.audiences.models import Audience
 from tests.contacts.audiences.factories import AudienceFactory
 

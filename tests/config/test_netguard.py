@@ -4,8 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from config import netguard
-from config.netguard import UrlRefused, url_checked
+from config.net import netguard
+from config.net.netguard import UrlRefused, url_checked
 
 NAMES = {
     "push.example.net": ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"],

@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config import outbox
-from config.outbox import SystemEvent
+from config.registries import outbox
+from config.registries.outbox import SystemEvent
 from contacts.models import Contact
 from contacts.services import contact_update, contact_upsert
 from events.models import Event

@@ -1,10 +1,10 @@
-"""The WSGI environ config/rsgiserver.py builds from granian's RSGI request scope (PEP
+"""The WSGI environ config/net/rsgiserver.py builds from granian's RSGI request scope (PEP
 3333), and which requests it reads a body for. The server itself is driven over sockets in
 tests/test_server_slow_bodies.py."""
 
 from dataclasses import dataclass, field
 
-from config.rsgiserver import _has_body, wsgi_environ
+from config.net.rsgiserver import _has_body, wsgi_environ
 
 
 @dataclass

@@ -3,7 +3,7 @@
 import factory
 from factory.django import DjangoModelFactory
 
-from config import clock
+from config.runtime import clock
 from contacts.models import Contact
 from tests.factories import ProjectFactory
 

@@ -3,7 +3,7 @@
 import factory
 from factory.django import DjangoModelFactory
 
-from config import clock
+from config.runtime import clock
 from imports.models import Import, ImportChunk, ImportSource
 from tests.factories import ProjectFactory
 

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from factory.django import DjangoModelFactory
 
-from config import clock
+from config.runtime import clock
 from contacts.audiences.models import Audience
 from messaging.models import Campaign, CampaignStatus, Channel
 from tests.contacts.audiences.factories import AudienceFactory, AudienceMembershipFactory

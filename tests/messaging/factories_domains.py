@@ -4,7 +4,7 @@ from typing import Any
 import factory
 from factory.django import DjangoModelFactory
 
-from config import clock, secrets
+from config.runtime import clock, secrets
 from messaging.models import Domain, DomainRecord, DomainStatus, RecordPurpose
 from messaging.services.domains import _records_for, dkim_key_pair
 from tests.factories import ProjectFactory

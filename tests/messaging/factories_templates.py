@@ -3,7 +3,7 @@
 import factory
 from factory.django import DjangoModelFactory
 
-from config import clock
+from config.runtime import clock
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion, VersionState
 from tests.factories import ProjectFactory
 

@@ -1,7 +1,7 @@
 import pytest
 from django.test import Client
 
-from config import secrets
+from config.runtime import secrets
 from tests.messaging.factories_domains import DomainFactory
 
 pytestmark = pytest.mark.django_db

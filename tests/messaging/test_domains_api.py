@@ -7,7 +7,7 @@ import uuid
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from config import secrets
+from config.runtime import secrets
 from messaging.models import Domain, DomainRecord
 from tests.messaging.factories_domains import DomainFactory
 

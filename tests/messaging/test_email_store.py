@@ -9,7 +9,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from config.copy import RawJson
+from config.db.copy import RawJson
 from config.workqueue.models import WorkStatus
 from messaging.models import Email, EmailDelivery, EmailStatus
 from messaging.queue import EMAIL_QUEUE

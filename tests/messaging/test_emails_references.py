@@ -9,7 +9,7 @@ import uuid
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from config.copy import RawJson, copy_insert
+from config.db.copy import RawJson, copy_insert
 from messaging.models import Campaign, Email, MessageTemplate
 from tenancy.models import Project
 from tests.contacts.topics.factories import TopicFactory

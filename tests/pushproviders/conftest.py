@@ -3,7 +3,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from config import netguard
+from config.net import netguard
 
 # Public names the tests use, with documentation-range or well-known public addresses:
 # no DNS server is asked.

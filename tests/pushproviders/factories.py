@@ -1,7 +1,7 @@
 import factory
 from factory.django import DjangoModelFactory
 
-from config import clock
+from config.runtime import clock
 from config.workqueue.models import WorkStatus
 from pushproviders.models import (
     Platform,

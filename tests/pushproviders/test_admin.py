@@ -2,7 +2,7 @@ import pytest
 from django.test import Client
 
 from bench import keys
-from config import secrets
+from config.runtime import secrets
 from tests.pushproviders.factories import (
     PushAppFactory,
     PushInstallationFactory,

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from bench import keys
-from config import netguard
+from config.net import netguard
 from contacts.models import Contact
 from pushproviders.models import PushInstallation
 from tests.contacts.factories import ContactFactory

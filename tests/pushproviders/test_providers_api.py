@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from bench import keys
-from config import netguard, secrets
+from config.net import netguard
+from config.runtime import secrets
 from pushproviders.models import PushProvider
 from tests.pushproviders.conftest import NOT_PUBLIC_BY_THEMSELVES
 from tests.pushproviders.factories import (

@@ -3,7 +3,7 @@ from cryptography.fernet import Fernet
 from django.core.management import call_command
 
 from bench import keys
-from config import secrets
+from config.runtime import secrets
 from pushproviders.readiness import provider_readiness
 from tests.pushproviders.factories import PushProviderFactory
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from config.redisclient import redis_client
+from config.runtime.redisclient import redis_client
 from tenancy.access import KeyRecord
 from tenancy.ratelimit import _leases, rate_limit_hit
 from tenancy.selectors import api_key_record_get

@@ -9,8 +9,8 @@ import pytest
 from automations.services.advance import runs_advance_due
 from automations.services.triggers import triggers_forget_local
 from bench import keys
-from config import netguard
-from config.redisclient import redis_client
+from config.net import netguard
+from config.runtime.redisclient import redis_client
 from events.models import Event
 from events.services.processing import events_process_due
 from messaging.models import Email

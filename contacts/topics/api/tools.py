@@ -1,6 +1,6 @@
-"""The topic endpoints as agent tools (see config.agenttools)."""
+"""The topic endpoints as agent tools (see config.registries.agenttools)."""
 
-from config.agenttools import AgentTool
+from config.registries.agenttools import AgentTool
 
 TOOLS = [
     AgentTool(

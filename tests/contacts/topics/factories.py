@@ -3,7 +3,7 @@
 import factory
 from factory.django import DjangoModelFactory
 
-from config import clock
+from config.runtime import clock
 from contacts.topics.models import Subscription, SubscriptionSource, SubscriptionStatus, Topic
 from tests.contacts.factories import ContactFactory
 from tests.factories import ProjectFactory

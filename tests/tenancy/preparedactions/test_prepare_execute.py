@@ -16,8 +16,8 @@ from django.db.models import F
 from django.urls import path
 
 import config.urls
-from config import clock
 from config.api.errors import NotFound
+from config.runtime import clock
 from tenancy.models import KeyKind, Project, Role, Scope
 from tenancy.preparedactions.api.views import ExecuteActionView, PrepareActionView
 from tenancy.preparedactions.models import PreparedAction, PreparedActionStatus

@@ -55,7 +55,7 @@ class Fresh(Generic[M]):
 class Columns(Generic[M]):
     """A model's concrete columns in a select list under a table alias, and how one row's
     values (a slice of a result row, in that order, read in binary by
-    `config.bulk.rows_fetch`) become an instance: its `__dict__` filled as `Model.from_db`
+    `config.db.bulk.rows_fetch`) become an instance: its `__dict__` filled as `Model.from_db`
     would leave it (all concrete fields loaded, `adding` false). The project connects no
     `pre_init` or `post_init` receiver, which that skips; a model with fields that convert
     what they read (`from_db_value`, other than a JSON field's default decoding) is

@@ -5,7 +5,7 @@ dotted path in the family's apps.py; free of models, so apps.py may import it.""
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from config.hooks import Handlers
+from config.registries.hooks import Handlers
 
 MetricsSource = Callable[[], Iterable[Any]]
 _sources: Handlers[MetricsSource] = Handlers()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from config.hooks import Handlers
+from config.registries.hooks import Handlers
 
 
 @dataclass(frozen=True)

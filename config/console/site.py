@@ -15,8 +15,8 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 
-from config import clock
-from config.console_hooks import dashboard_sources
+from config.registries.console import dashboard_sources
+from config.runtime import clock
 from config.workqueue.models import DUE_STATUSES, WorkStatus
 from config.workqueue.registry import work_queue_models
 

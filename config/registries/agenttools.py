@@ -10,7 +10,8 @@ endpoint's. Its input schema is the operation's, as the OpenAPI document shows i
 Each family lists its tools in a module (`contacts/api/tools.py`: `TOOLS`, and
 `EXECUTE_PATHS` for the operations it lets `prepared_action_execute` run) and names that
 module here from its `AppConfig.ready()`; the module is imported at first use, as the hook
-registries of `config.hooks` import their handlers, since it loads serializers and models.
+registries of `config.registries.hooks` import their handlers, since it loads serializers and
+models.
 """
 
 from collections.abc import Callable, Mapping

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from django.db import connection, models
 
-from config.db import binary_cursor
+from config.db.cursor import binary_cursor
 
 M = TypeVar("M", bound=models.Model)
 

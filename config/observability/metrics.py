@@ -30,9 +30,9 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from config import clock
 from config.api.exceptions import status_error_body
-from config.metrics_hooks import metrics_sources
+from config.registries.metrics import metrics_sources
+from config.runtime import clock
 from config.workqueue.models import DUE_STATUSES, WorkStatus
 from config.workqueue.registry import work_queue_models
 

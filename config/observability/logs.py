@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any
 
-from config.requestcontext import current_request_id
+from config.observability.requestcontext import current_request_id
 
 # Attributes every LogRecord has; anything else was passed with `extra=` and is kept.
 _STANDARD = frozenset(

@@ -17,7 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import models, transaction
 from django.utils.module_loading import import_string
 
-from config.hooks import Handlers, dotted_path
+from config.registries.hooks import Handlers, dotted_path
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""An HTTP client for URLs fetched on a user's behalf: every URL passes config.netguard
+"""An HTTP client for URLs fetched on a user's behalf: every URL passes config.net.netguard
 before a request, and every connection goes to an address that check approved, so a
 second DNS answer (rebinding) cannot send the request into the service's own network.
 
@@ -19,7 +19,8 @@ import httpcore
 import httpx
 import orjson
 
-from config import libinternals, netguard
+from config import libinternals
+from config.net import netguard
 
 
 @functools.cache

@@ -1,0 +1,2 @@
+"""What the code reads from where it runs: the one clock, the secrets key ring, and the Redis client
+on the cache's server."""
