@@ -24,7 +24,8 @@ from automations.models import (
 )
 from automations.queue import RUN_QUEUE
 from automations.services.runs import runs_cancel_by_staff
-from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
+from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.workqueue.admin import WorkQueueAdmin
 
 CANCEL_REASON = "Canceled from the staff console."
 

@@ -5,7 +5,8 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from config.console.admin import BigTableAdmin, DeadLetterAdmin, ErrorCodeFilter
+from config.console.admin import BigTableAdmin
+from config.workqueue.admin import DeadLetterAdmin, ErrorCodeFilter
 from events.models import DeadLetteredEvent, Event, EventType
 from events.services.deadletter import events_requeue
 

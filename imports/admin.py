@@ -7,7 +7,8 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
+from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.workqueue.admin import WorkQueueAdmin
 from imports.models import Import, ImportChunk
 from imports.services.commit import import_chunks_requeue
 

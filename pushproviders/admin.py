@@ -12,7 +12,8 @@ from django.http import HttpRequest
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 
-from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
+from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.workqueue.admin import WorkQueueAdmin
 from config.workqueue.models import WorkStatus
 from pushproviders.models import (
     PushApp,

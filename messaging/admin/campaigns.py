@@ -21,7 +21,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from config.api.errors import ServiceError
-from config.console.admin import ReadOnlyModelAdmin, WorkQueueAdmin, pretty_json
+from config.console.admin import ReadOnlyModelAdmin, pretty_json
+from config.workqueue.admin import WorkQueueAdmin
 from config.workqueue.models import WorkStatus
 from messaging.models import Campaign, CampaignAwaitingReview, CampaignFanout, CampaignStatus
 from messaging.selectors.campaigns import (

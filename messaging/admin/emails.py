@@ -11,7 +11,8 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from config.console.admin import DeadLetterAdmin, ErrorCodeFilter, ReadOnlyModelAdmin
+from config.console.admin import ReadOnlyModelAdmin
+from config.workqueue.admin import DeadLetterAdmin, ErrorCodeFilter
 from messaging.models import CapturedMessage, DeadLetteredEmailDelivery, Email, EmailDelivery
 from messaging.services.deadletter import email_deliveries_requeue
 
