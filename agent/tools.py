@@ -6,9 +6,9 @@ then calls that operation's endpoint (named in its family's `EXECUTE_PATHS`)."""
 
 from typing import Any
 
-from config.api.errors import PreparedActionInvalid
 from config.registries.agenttools import AgentTool
 from tenancy.access import Access
+from tenancy.errors import PreparedActionInvalid
 from tenancy.models import Project
 from tenancy.preparedactions.api.serializers import ExecuteInputSerializer
 from tenancy.preparedactions.selectors import prepared_action_get

@@ -9,9 +9,10 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agent.server import SCOPE_KEY, CallScope, serve
 from config.api.envelope import error_body
-from config.api.errors import Forbidden, MethodNotAllowed, RateLimited, ServiceError
+from config.api.errors import Forbidden, MethodNotAllowed, ServiceError
 from tenancy.access import KeyRecord
 from tenancy.api.authentication import api_key_authenticate
+from tenancy.errors import RateLimited
 from tenancy.ratelimit import RateDecision, rate_limit_enforce
 
 JSON = "application/json"

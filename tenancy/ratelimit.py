@@ -28,11 +28,11 @@ from typing import Any
 import redis
 from django.http import HttpResponseBase
 
-from config.api.errors import RateLimited
 from config.runtime import clock
 from config.runtime.redisclient import redis_client
 from tenancy import conf
 from tenancy.access import KeyRecord
+from tenancy.errors import RateLimited
 from tenancy.selectors import plan_terms_get
 
 logger = logging.getLogger(__name__)

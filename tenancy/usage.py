@@ -39,10 +39,10 @@ import redis
 from django.db import transaction
 from django.db.models import Sum
 
-from config.api.errors import PlanLimitExceeded
 from config.runtime import clock
 from config.runtime.redisclient import redis_client
 from tenancy import conf
+from tenancy.errors import PlanLimitExceeded
 from tenancy.models import Meter, Project, UsageDay
 from tenancy.selectors import plan_terms_get
 

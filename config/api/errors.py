@@ -1,7 +1,7 @@
 """Domain errors: every service raises one of these; the exception handler renders it."""
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -43,6 +43,10 @@ class ServiceError(Exception):
             self.status = status
         super().__init__(self.message)
 
+    def response_headers(self) -> dict[str, str]:
+        """HTTP headers the error's answer carries besides the envelope."""
+        return {}
+
 
 class ValidationFailed(ServiceError):
     code = "validation_error"
@@ -65,12 +69,6 @@ class RequestTooLarge(ServiceError):
     code = "request_too_large"
     status = 413
     message = "The request body is larger than this endpoint accepts."
-
-
-class ProjectRequired(ServiceError):
-    code = "project_required"
-    status = 400
-    message = "Personal keys must name a project with the X-Service-Project-Id header."
 
 
 class Unauthenticated(ServiceError):
@@ -122,36 +120,6 @@ class PayloadTooLarge(Unprocessable):
 
     code = "payload_too_large"
     message = "The value is larger than the project allows."
-
-
-class PreparedActionExpired(Unprocessable):
-    code = "prepared_action_expired"
-    message = "The prepared action has expired; prepare it again."
-
-
-class PreparedActionInvalid(Unprocessable):
-    code = "prepared_action_invalid"
-    message = "The prepared action does not match this operation, resource or key."
-
-
-class PlanLimitExceeded(Unprocessable):
-    code = "plan_limit_exceeded"
-    message = "The plan limit for this operation is reached."
-
-
-class RateLimited(ServiceError):
-    code = "rate_limited"
-    status = 429
-    message = "Too many requests; slow down."
-
-    def __init__(
-        self, message: str | None = None, *, retry_after: int = 1, decision: Any = None, **kw: Any
-    ) -> None:
-        super().__init__(message, **kw)
-        # Seconds the client should wait (the Retry-After header).
-        self.retry_after = retry_after
-        # The limiter's decision, whose headers the answer carries.
-        self.decision = decision
 
 
 def or_404(found: T | None, message: str) -> T:

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from config.api.envelope import enveloped, error_body
-from config.api.errors import Issue, RateLimited, RequestTooLarge, ServiceError
+from config.api.errors import Issue, RequestTooLarge, ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -146,8 +146,8 @@ def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Respo
     wait = getattr(exc, "wait", None)
     if isinstance(exc, drf.Throttled) and wait:
         headers["Retry-After"] = str(int(wait))
-    if isinstance(exc, RateLimited):
-        headers["Retry-After"] = str(exc.retry_after)
+    if isinstance(exc, ServiceError):
+        headers.update(exc.response_headers())
     return enveloped(body, status=body["status"], headers=headers)
 
 

@@ -8,12 +8,13 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from config.api.errors import PlanLimitExceeded, ServiceError
+from config.api.errors import ServiceError
 from config.db.cursor import binary_cursor
 from config.runtime import clock
 from events.models import Event
 from events.validation import EventInput
 from events.wake import events_wake
+from tenancy.errors import PlanLimitExceeded
 from tenancy.models import Meter, Project
 from tenancy.usage import Reservation, usage_reserve
 

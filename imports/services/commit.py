@@ -23,7 +23,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from config.api.errors import Conflict, NotFound, PreparedActionExpired
+from config.api.errors import Conflict, NotFound
 from config.db.collector import collector_paused
 from config.runtime import clock
 from config.workqueue.models import WorkStatus
@@ -48,6 +48,7 @@ from imports.services.planning import (
     chunks_planned,
 )
 from imports.services.preview import import_previewable_checked
+from tenancy.errors import PreparedActionExpired
 from tenancy.models import Project
 
 IMPORT_QUEUE: WorkQueue[ImportChunk] = WorkQueue(

@@ -7,8 +7,9 @@ from django.http import HttpRequest
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from config.api.errors import RateLimited, Unauthenticated
+from config.api.errors import Unauthenticated
 from tenancy.access import INTEGRATION_PREFIX, Access, KeyRecord
+from tenancy.errors import RateLimited
 from tenancy.models import Project
 from tenancy.ratelimit import RateDecision, rate_limit_enforce
 from tenancy.selectors import api_key_record_get

@@ -7,9 +7,10 @@ from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from config.api.errors import Forbidden, ProjectRequired, Unauthenticated, ValidationFailed
+from config.api.errors import Forbidden, Unauthenticated, ValidationFailed
 from tenancy.access import Access, KeyRecord
 from tenancy.api.authentication import settled_project
+from tenancy.errors import ProjectRequired
 from tenancy.models import Project
 from tenancy.selectors import access_resolve, project_get
 

@@ -7,9 +7,10 @@ from typing import Any
 from django.db import transaction
 from rest_framework.utils.encoders import JSONEncoder
 
-from config.api.errors import Conflict, PreparedActionExpired, PreparedActionInvalid
+from config.api.errors import Conflict
 from config.runtime import clock
 from tenancy.access import Access
+from tenancy.errors import PreparedActionExpired, PreparedActionInvalid
 from tenancy.models import Project
 from tenancy.preparedactions.models import PreparedAction, PreparedActionStatus
 from tenancy.preparedactions.registry import Operation

@@ -8,10 +8,11 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from config.api.errors import Conflict, PlanLimitExceeded, ValidationFailed
+from config.api.errors import Conflict, ValidationFailed
 from messaging.models import Email, EmailDelivery, EmailStatus
 from messaging.services.email_batch import EmailBatch, email_send_many
 from messaging.services.emails import EmailRequest
+from tenancy.errors import PlanLimitExceeded
 from tenancy.services import team_plan_set
 from tests.contacts.factories import ContactFactory
 from tests.factories import PlanFactory
