@@ -2,13 +2,28 @@
 definition that uses every step type."""
 
 import copy
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from messaging.models import Channel
+from tests.automations.api_driver import forget_triggers
 from tests.messaging.factories_templates import TemplateVersionFactory
+
+
+# Each test starts and ends with no trigger map kept in this process.
+@pytest.fixture(autouse=True)
+def _fresh_triggers() -> Iterator[None]:
+    forget_triggers()
+    yield
+    forget_triggers()
+
+
+@pytest.fixture
+def key(world):
+    return world.keys["project"]
 
 
 def full_definition(email_template_id: Any, push_template_id: Any) -> dict:

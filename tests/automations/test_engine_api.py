@@ -19,7 +19,6 @@ from tests.automations.api_driver import (
     drain,
     email_template,
     event,
-    forget_triggers,
     one_run,
     runs,
     send_then_await,
@@ -30,21 +29,9 @@ from tests.messaging.smtp_server import SmtpServer, smtp_server_for
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _fresh_triggers() -> Iterator[None]:
-    forget_triggers()
-    yield
-    forget_triggers()
-
-
 @pytest.fixture
 def smtp(settings) -> Iterator[SmtpServer]:
     yield from smtp_server_for(settings)
-
-
-@pytest.fixture
-def key(world):
-    return world.keys["project"]
 
 
 def texts(smtp):

@@ -20,24 +20,12 @@ from events.services.processing import events_process_batch
 from messaging.models import Email, EmailDelivery, EmailStatus
 from messaging.services.delivery import emails_deliver_batch
 from tenancy.services import team_plan_set
-from tests.automations.api_driver import automation, drain, email_template, event, forget_triggers
+from tests.automations.api_driver import automation, drain, email_template, event
 from tests.factories import PlanFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
 from tests.messaging.smtp_server import SmtpServer, smtp_server_for
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_triggers() -> Iterator[None]:
-    forget_triggers()
-    yield
-    forget_triggers()
-
-
-@pytest.fixture
-def key(world):
-    return world.keys["project"]
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ batch one key lookup (the project's trigger stamp, which says whether the map is
 the project's)."""
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from django.db import connection
@@ -13,22 +12,10 @@ from django.test.utils import CaptureQueriesContext
 from automations.models import TriggerStamp
 from automations.services.triggers import project_triggers
 from events.services.processing import events_process_batch
-from tests.automations.api_driver import action, automation, event, forget_triggers, runs
+from tests.automations.api_driver import action, automation, event, runs
 from tests.automations.factories import AutomationFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_triggers() -> Iterator[None]:
-    forget_triggers()
-    yield
-    forget_triggers()
-
-
-@pytest.fixture
-def key(world):
-    return world.keys["project"]
 
 
 def exit_on(name: str) -> dict:

@@ -27,24 +27,11 @@ from tests.automations.api_driver import (
     drain,
     email_template,
     event,
-    forget_triggers,
 )
 from tests.contacts.test_contacts_races import run_in_threads
 from tests.messaging.smtp_server import SmtpServer, smtp_server_for
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_triggers() -> Iterator[None]:
-    forget_triggers()
-    yield
-    forget_triggers()
-
-
-@pytest.fixture
-def key(world):
-    return world.keys["project"]
 
 
 def send_once(template_id: str, *, before: dict | None = None, after: dict | None = None):

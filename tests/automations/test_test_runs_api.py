@@ -1,8 +1,6 @@
 """Test runs through the API: a whole run inside the request on a virtual clock, sends
 rendered and never delivered, injected events completing waits before their timeout."""
 
-from collections.abc import Iterator
-
 import pytest
 
 from automations.models import AutomationEntry, AutomationRun, RunJob
@@ -14,25 +12,12 @@ from tests.automations.api_driver import (
     drain,
     email_template,
     event,
-    forget_triggers,
     send_then_await,
     steps_of,
 )
 from tests.messaging.factories_templates import TemplateVersionFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_triggers() -> Iterator[None]:
-    forget_triggers()
-    yield
-    forget_triggers()
-
-
-@pytest.fixture
-def key(world):
-    return world.keys["project"]
 
 
 def post_test_run(api, key, automation_id, body):

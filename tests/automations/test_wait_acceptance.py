@@ -4,7 +4,6 @@ before its deadline, is still unprocessed, and such an event, processed after th
 deadline, still matches. Real rows, the service clock moved by the test."""
 
 import datetime as dt
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,7 +19,6 @@ from tests.automations.api_driver import (
     automation,
     drain,
     event,
-    forget_triggers,
     one_run,
     steps_of,
 )
@@ -45,18 +43,6 @@ AWAIT_REPLY = {
         {"key": "gave_up", "type": "exit", "next": None},
     ],
 }
-
-
-@pytest.fixture(autouse=True)
-def _fresh_triggers() -> Iterator[None]:
-    forget_triggers()
-    yield
-    forget_triggers()
-
-
-@pytest.fixture
-def key(world):
-    return world.keys["project"]
 
 
 @pytest.fixture
