@@ -23,20 +23,11 @@ from pathlib import Path
 
 import pytest
 
+# The service's code, where the names the page uses are defined.
+from tests.test_architecture import PACKAGES
+
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
-# The service's code, where the names the page uses are defined.
-PACKAGES = (
-    "config",
-    "tenancy",
-    "contacts",
-    "events",
-    "messaging",
-    "pushproviders",
-    "automations",
-    "imports",
-    "agent",
-)
 # Names the page uses that belong to a library, to SQL or to a tool, not to the service.
 ELSEWHERE = {
     # Django
