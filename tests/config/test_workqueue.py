@@ -56,7 +56,9 @@ def make_rows(clock: Any, count: int, **extra: Any) -> list[Event]:
                 event="work.item",
                 payload={"n": n},
                 occurred_at=clock.current,
-                next_attempt_at=clock.current,
+                # Due in the order made, so a claim of some takes the first ones
+                # whatever order the table's pages hold them in.
+                next_attempt_at=clock.current - dt.timedelta(microseconds=count - n),
                 created_at=clock.current + dt.timedelta(microseconds=n),
                 **extra,
             )
