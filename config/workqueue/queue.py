@@ -231,14 +231,7 @@ class WorkQueue(Generic[T]):
                 if item.attempts > 1 and item.attempts > self.retry_policy(item).max_attempts:
                     name = self.model._meta.verbose_name
                     lost = WorkerLost(f"Workers kept stopping while processing this {name}.")
-                    failure_record(
-                        self.model,
-                        self.retry_policy,
-                        item=item,
-                        token=token,
-                        error=lost,
-                        outcome=outcome,
-                    )
+                    self._failed(item, token=token, error=lost, outcome=outcome)
                 else:
                     live.append(item)
             done = self._run_together(live, work) if len(live) > 1 else None
@@ -258,6 +251,14 @@ class WorkQueue(Generic[T]):
                         work.dropped(item)
                     raise _ClaimsLost({item.pk for item in done} - marked)
         return done
+
+    def _failed(
+        self, item: T, *, token: uuid.UUID, error: Exception, outcome: BatchOutcome
+    ) -> None:
+        """Records a failed attempt of `item` under this queue's retry policy."""
+        failure_record(
+            self.model, self.retry_policy, item=item, token=token, error=error, outcome=outcome
+        )
 
     def complete(self, *, token: uuid.UUID, items: list[T], work: BatchWork[T]) -> BatchOutcome:
         """Records claimed rows whose work already happened outside the database (a
@@ -316,14 +317,7 @@ class WorkQueue(Generic[T]):
                 raise
             except Exception as error:
                 work.dropped(item)
-                failure_record(
-                    self.model,
-                    self.retry_policy,
-                    item=item,
-                    token=token,
-                    error=error,
-                    outcome=outcome,
-                )
+                self._failed(item, token=token, error=error, outcome=outcome)
                 continue
             work.kept(item)
             done.append(item)
@@ -404,14 +398,7 @@ class WorkQueue(Generic[T]):
         outcome = BatchOutcome(claimed=len(items))
         try:
             for item in items:
-                failure_record(
-                    self.model,
-                    self.retry_policy,
-                    item=item,
-                    token=token,
-                    error=error,
-                    outcome=outcome,
-                )
+                self._failed(item, token=token, error=error, outcome=outcome)
         except Exception:
             logger.warning("Could not hand back %s; their lease will", self._label, exc_info=True)
             return
