@@ -7,7 +7,47 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.serializers import StrictCharField, StrictSerializer, at_least_one_member
+from config.runtime.clock import iso_utc
 from tenancy.models import EmailNormalization, Project
+
+# The project's policy members, in the order the API writes them.
+POLICY_NAMES = (
+    "event_payload_limit_bytes",
+    "contact_fields_limit_bytes",
+    "event_retention_days",
+    "run_retention_days",
+    "wait_retention_days",
+    "prepared_action_ttl_seconds",
+    "email_normalization",
+    "default_from",
+    "track_opens",
+    "track_clicks",
+    "event_retry_base_seconds",
+    "event_retry_factor",
+    "event_retry_cap_seconds",
+    "event_retry_max_attempts",
+)
+
+
+def policies_data(project: Project) -> dict[str, Any]:
+    """A project's policies as the API writes them (PoliciesSerializer documents the shape)."""
+    data = {name: getattr(project, name) for name in POLICY_NAMES}
+    data["default_from"] = data["default_from"] or None
+    return data
+
+
+def project_data(project: Project) -> dict[str, Any]:
+    """A project as the API writes it (ProjectSerializer documents the shape): built by
+    hand, as every answer read on each request is, because a serializer instance costs
+    more than the rest of the request."""
+    return {
+        "id": str(project.id),
+        "name": project.name,
+        "team_id": str(project.team_id),
+        "policies": policies_data(project),
+        "created_at": iso_utc(project.created_at),
+        "updated_at": iso_utc(project.updated_at),
+    }
 
 
 class PoliciesSerializer(serializers.Serializer[Any]):
@@ -52,6 +92,10 @@ class PoliciesInputSerializer(StrictSerializer, PoliciesSerializer):
         super().__init__(*args, **kwargs)
         for field in self.fields.values():
             field.required = False
+
+
+# The serializers below document the API (OpenAPI) and validate input; answers are built
+# by `project_data`.
 
 
 class ProjectSerializer(serializers.ModelSerializer[Project]):

@@ -7,7 +7,12 @@ from rest_framework.response import Response
 from config.api.errors import Forbidden, Issue, ValidationFailed
 from config.api.pagination import paginate
 from tenancy.api.base import ProjectView
-from tenancy.api.serializers import ProjectSerializer, ProjectUpdateSerializer, UsageSerializer
+from tenancy.api.serializers import (
+    ProjectSerializer,
+    ProjectUpdateSerializer,
+    UsageSerializer,
+    project_data,
+)
 from tenancy.selectors import plan_terms_get, project_list_for_key
 from tenancy.services import project_update
 from tenancy.usage import MAX_RANGE_DAYS, METERS, month_start, today
@@ -23,7 +28,7 @@ class ProjectListView(ProjectView):
     @extend_schema(responses={200: ProjectSerializer(many=True)}, operation_id="projects_list")
     def get(self, request: Request) -> Response:
         projects = project_list_for_key(key=self.key)
-        return paginate(request, projects, lambda rows: ProjectSerializer(rows, many=True).data)
+        return paginate(request, projects, lambda rows: [project_data(row) for row in rows])
 
 
 class ProjectDetailView(ProjectView):
@@ -31,7 +36,7 @@ class ProjectDetailView(ProjectView):
 
     @extend_schema(responses={200: ProjectSerializer}, operation_id="project_retrieve")
     def get(self, request: Request) -> Response:
-        return Response(ProjectSerializer(self.project).data)
+        return Response(project_data(self.project))
 
     @extend_schema(
         request=ProjectUpdateSerializer,
@@ -49,7 +54,7 @@ class ProjectDetailView(ProjectView):
             name=body.get("name"),
             policies=body.get("policies", {}),
         )
-        return Response(ProjectSerializer(project).data)
+        return Response(project_data(project))
 
 
 def _date_param(request: Request, name: str) -> dt.date | None:
