@@ -1,3 +1,4 @@
+from collections.abc import Sequence
 from typing import Any
 
 from rest_framework import serializers
@@ -10,8 +11,28 @@ from config.api.serializers import (
     at_least_one_member,
     exactly_one_of,
 )
+from config.runtime.clock import iso_utc
+from contacts.models import Contact
 
 MAX_FIELD_KEY_LENGTH = 100
+
+
+def contact_data(contact: Contact) -> dict[str, Any]:
+    """A contact as the API writes it (ContactSerializer documents the shape): built by
+    hand, because a serializer instance per answer costs more than the rest of the request."""
+    return {
+        "id": str(contact.id),
+        "email": contact.email,
+        "external_id": contact.external_id,
+        "fields": contact.fields,
+        "created_at": iso_utc(contact.created_at),
+        "updated_at": iso_utc(contact.updated_at),
+        "deleted_at": iso_utc(contact.deleted_at) if contact.deleted_at is not None else None,
+    }
+
+
+def contacts_data(contacts: Sequence[Contact]) -> list[dict[str, Any]]:
+    return [contact_data(contact) for contact in contacts]
 
 
 class ContactFieldsField(JsonObjectField):

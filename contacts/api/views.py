@@ -12,6 +12,8 @@ from contacts.api.serializers import (
     ContactUpdateSerializer,
     ContactUpsertResultSerializer,
     ContactUpsertSerializer,
+    contact_data,
+    contacts_data,
 )
 from contacts.models import Contact
 from contacts.normalization import email_normalised
@@ -38,7 +40,7 @@ class ContactListView(ProjectView):
 
     @extend_schema(responses={200: ContactSerializer(many=True)}, operation_id="contacts_list")
     def get(self, request: Request) -> Response:
-        return paginate(request, contact_list(project=self.project), ContactSerializer)
+        return paginate(request, contact_list(project=self.project), contacts_data)
 
 
 class ContactUpsertView(ProjectView):
@@ -57,7 +59,7 @@ class ContactUpsertView(ProjectView):
             fields=body.get("fields"),
             external_id=body.get("external_id"),
         )
-        data = {**ContactSerializer(contact).data, "created": created}
+        data = {**contact_data(contact), "created": created}
         return Response(data, status=201 if created else 200)
 
 
@@ -82,7 +84,7 @@ class ContactLookupView(ProjectView):
             contact = contact_get_by_external_id(
                 project=self.project, external_id=body["external_id"]
             )
-        return Response(ContactSerializer(contact).data if contact is not None else None)
+        return Response(contact_data(contact) if contact is not None else None)
 
 
 class ContactDetailView(ProjectView):
@@ -93,7 +95,7 @@ class ContactDetailView(ProjectView):
         contact = or_404(
             contact_get(project=self.project, contact_id=contact_id), "No such contact."
         )
-        return Response(ContactSerializer(contact).data)
+        return Response(contact_data(contact))
 
     @extend_schema(
         request=ContactUpdateSerializer,
@@ -109,9 +111,9 @@ class ContactDetailView(ProjectView):
             fields=body.get("fields"),
             external_id=body.get("external_id", MISSING),
         )
-        return Response(ContactSerializer(contact).data)
+        return Response(contact_data(contact))
 
     @extend_schema(responses={200: ContactSerializer}, operation_id="contacts_destroy")
     def delete(self, request: Request, contact_id: uuid.UUID) -> Response:
         contact = contact_delete(project=self.project, contact_id=contact_id)
-        return Response(ContactSerializer(contact).data)
+        return Response(contact_data(contact))

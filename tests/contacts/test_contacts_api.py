@@ -471,3 +471,28 @@ def test_delete_soft_deletes_frees_the_email_and_leaves_audiences(api, world):
     assert again.status_code == 201
     assert again.json()["data"]["id"] != str(contact.id)
     assert api.get("/contacts", key=world.keys["project"]).json()["metadata"]["total"] == 1
+
+
+def test_contact_answers_are_what_the_documenting_serializer_writes(api, world):
+    # The views build contacts by hand (contacts/api/serializers.py contact_data); the
+    # serializer the OpenAPI document is made from must write the same members and values.
+    from contacts.api.serializers import ContactSerializer
+    from contacts.models import Contact
+
+    key = world.keys["project"]
+    made = api.post(
+        "/contacts/upsert",
+        {"email": "Same@Example.com", "fields": {"plan": "pro", "n": 1.5, "tags": ["a"]}},
+        key=key,
+    ).json()["data"]
+    contact = Contact.objects.get(id=made["id"])
+    expected = dict(ContactSerializer(contact).data)
+    assert made == {**expected, "created": True}
+    assert list(made)[:-1] == list(expected)
+    assert api.get(f"/contacts/{contact.id}", key=key).json()["data"] == expected
+    listed = api.get("/contacts", key=key).json()["data"]
+    assert [row for row in listed if row["id"] == made["id"]] == [expected]
+    deleted = api.delete(f"/contacts/{contact.id}", key=key).json()["data"]
+    contact.refresh_from_db()
+    assert deleted["deleted_at"] is not None
+    assert deleted == ContactSerializer(contact).data
