@@ -5,6 +5,7 @@ server (gunicorn, granian --interface wsgi) needs a proxy in front that buffers 
 import gc
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from django.core.cache import cache
 from django.core.validators import validate_email
@@ -13,9 +14,24 @@ from django.urls import get_resolver
 
 from config.workqueue import wake
 
+if TYPE_CHECKING:
+    from config.api.lean import LeanFront
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
-application = get_wsgi_application()
+
+
+def _application() -> "LeanFront":
+    """The API's busiest endpoints on the lean path, everything else through Django's
+    handler. Imported once Django is set up: the lean path's modules read settings as they
+    load."""
+    django = get_wsgi_application()
+    from config.api.lean import LeanFront
+
+    return LeanFront(django)
+
+
+application = _application()
 
 
 def _warm_up() -> None:
@@ -30,6 +46,7 @@ def _warm_up() -> None:
     process for up to 200 ms.
     """
     get_resolver().url_patterns  # noqa: B018 (the import is the point)
+    application.routes()
     validate_email("warm-up@example.com")
     try:
         cache.get("warm-up")

@@ -70,34 +70,43 @@ class JsonParser(BaseParser):
         if declared > limit:
             raise _too_large(limit)
         raw = stream.read(limit + 1) if stream is not None else b""
-        if len(raw) > limit:
-            raise _too_large(limit)
         django_request = getattr(request, "_request", None)
-        if isinstance(django_request, HttpRequest) and not hasattr(django_request, "_body"):
+        if (
+            len(raw) <= limit
+            and isinstance(django_request, HttpRequest)
+            and not hasattr(django_request, "_body")
+        ):
             # Read from the request itself: as after DRF's own JSON parser, `request.body`
             # still gives the bytes (to hash a body, check a signature); Django caches them
             # there itself.
             django_request._body = raw
         encoding = context.get("encoding") or settings.DEFAULT_CHARSET
-        try:
-            # Text codecs only: bytes-to-bytes ones (`bz2_codec`) would inflate the body
-            # past the limit checked above.
-            "".encode(encoding)
-        except (LookupError, UnicodeError):
-            raise InvalidJson(
-                details="The Content-Type names a charset that is not text."
-            ) from None
-        try:
-            text = raw.decode(encoding)
-        except UnicodeDecodeError:
-            raise InvalidJson(details=f"The body is not valid {encoding} text.") from None
-        if nesting_exceeds(text):
-            raise InvalidJson(details=f"Arrays and objects nest deeper than {MAX_DEPTH} levels.")
-        try:
-            return json.loads(text, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise InvalidJson(details=f"Line {exc.lineno}, column {exc.colno}.") from None
-        except RecursionError:  # pragma: no cover - the depth bound comes first
-            raise InvalidJson(
-                details=f"Arrays and objects nest deeper than {MAX_DEPTH} levels."
-            ) from None
+        return json_body(raw, limit=limit, declared=declared, encoding=encoding)
+
+
+def json_body(raw: bytes, *, limit: int, declared: int, encoding: str) -> Any:
+    """A JSON body as every API endpoint reads it (the DRF parser above and the lean path,
+    config/api/lean.py): at most `limit` bytes, text in `encoding`, nested at most
+    MAX_DEPTH deep, strict numbers; InvalidJson or RequestTooLarge otherwise."""
+    if declared > limit or len(raw) > limit:
+        raise _too_large(limit)
+    try:
+        # Text codecs only: bytes-to-bytes ones (`bz2_codec`) would inflate the body
+        # past the limit checked above.
+        "".encode(encoding)
+    except (LookupError, UnicodeError):
+        raise InvalidJson(details="The Content-Type names a charset that is not text.") from None
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError:
+        raise InvalidJson(details=f"The body is not valid {encoding} text.") from None
+    if nesting_exceeds(text):
+        raise InvalidJson(details=f"Arrays and objects nest deeper than {MAX_DEPTH} levels.")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InvalidJson(details=f"Line {exc.lineno}, column {exc.colno}.") from None
+    except RecursionError:  # pragma: no cover - the depth bound comes first
+        raise InvalidJson(
+            details=f"Arrays and objects nest deeper than {MAX_DEPTH} levels."
+        ) from None

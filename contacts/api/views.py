@@ -46,6 +46,8 @@ class ContactListView(ProjectView):
 class ContactUpsertView(ProjectView):
     """Creates the contact for an email or merges into the active one."""
 
+    lean_methods = frozenset({"POST"})
+
     @extend_schema(
         request=ContactUpsertSerializer,
         responses={201: ContactUpsertResultSerializer, 200: ContactUpsertResultSerializer},

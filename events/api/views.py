@@ -26,6 +26,7 @@ class EventIngestView(ProjectView):
     """Submits one customer event: 202 when new, 200 with `duplicate: true` on a resend."""
 
     write_scope = Scope.EVENTS_WRITE
+    lean_methods = frozenset({"POST"})
 
     @extend_schema(
         operation_id="events_create",
@@ -52,6 +53,7 @@ class EventBatchView(ProjectView):
 
     write_scope = Scope.EVENTS_WRITE
     max_body_bytes = BATCH_MAX_BODY_BYTES
+    lean_methods = frozenset({"POST"})
 
     @extend_schema(
         operation_id="events_batch_create",

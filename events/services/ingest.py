@@ -104,7 +104,8 @@ def event_ingest(*, project: Project, item: EventInput) -> IngestResult:
 def _ingest_one(*, project: Project, item: EventInput) -> IngestResult:
     now = clock.now()
     new_id = uuid.uuid4()
-    with connection.cursor() as cursor:
+    # Bound on the server, so psycopg prepares the statement once it has repeated.
+    with binary_cursor() as cursor:
         cursor.execute(
             _INSERT_ONE,
             [

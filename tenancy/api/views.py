@@ -34,6 +34,8 @@ class ProjectListView(ProjectView):
 class ProjectDetailView(ProjectView):
     """The project the request acts on, and its policies."""
 
+    lean_methods = frozenset({"GET"})
+
     @extend_schema(responses={200: ProjectSerializer}, operation_id="project_retrieve")
     def get(self, request: Request) -> Response:
         return Response(project_data(self.project))

@@ -1,0 +1,301 @@
+"""The lean path: the API's busiest endpoints answered without Django's request handler,
+its middleware stack and DRF's dispatch, by the same view code.
+
+A view class takes part by naming the methods it serves so (`lean_methods`) and giving a
+`lean_dispatch(request) -> LeanAnswer` classmethod (tenancy/api/base.py ProjectView: the
+same authentication, rate limit, project and scope checks, handler and error envelope as
+its DRF dispatch). This module knows no app: it finds those views in the URLconf, at
+paths without parameters, and serves the requests that match one exactly.
+
+What the handler and middleware stack would have done around such a request is done here
+too: the Host check, the request id (`X-Request-Id`), the request metrics, the
+`request_started` and `request_finished` signals (database connections are tidied there),
+the headers the security middleware adds, and `Content-Length`. Anything out of the
+ordinary (a Host Django would refuse, an `Accept` other than JSON or anything, a body that
+is not plain `application/json`, a forwarded host) is passed to Django untouched, which
+answers it as it always has: the lean path only takes requests whose answer it gives
+exactly as Django would (tests/config/test_lean.py sends every case both ways).
+"""
+
+import io
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+from django.conf import settings
+from django.core import signals
+from django.http import QueryDict
+from django.http.request import split_domain_port, validate_host
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from config.api.envelope import error_body
+from config.api.parsers import body_limit, json_body
+from config.observability.metrics import request_observe
+from config.observability.requestcontext import request_id_from, request_id_reset, request_id_set
+
+logger = logging.getLogger(__name__)
+
+StartResponse = Callable[..., Any]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+# What a client sends when it takes JSON or anything (config/api/negotiation.py).
+_ACCEPTS = frozenset({"", "*/*", "application/json"})
+_CONTENT_TYPES = frozenset({"application/json", "application/json; charset=utf-8"})
+_STATUS_TEXT = {
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    204: "No Content",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Request Entity Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+@dataclass(slots=True)
+class LeanAnswer:
+    """A view's answer on the lean path: its status, headers and rendered body."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+class LeanRequest:
+    """The request a lean view sees: what its DRF handler reads from a DRF Request
+    (`method`, `META`, `data`, `query_params`, `auth`, `_request`), and the attributes
+    its checks set on it (`project`, `access`, `rate_limit`)."""
+
+    def __init__(self, environ: dict[str, Any], body: bytes, parse: "BodyParser") -> None:
+        self.method: str = environ["REQUEST_METHOD"]
+        self.META = environ
+        self.body = body
+        self.auth: Any = None
+        # The view instance serving it (its `max_body_bytes` bounds the body).
+        self.view: Any = None
+        self._parse = parse
+        self._data: Any = None
+        self._parsed = False
+        self._query: QueryDict | None = None
+
+    @property
+    def _request(self) -> "LeanRequest":
+        # DRF's Request keeps the Django request here; the checks read and set attributes on
+        # it (the rate limit decision, a settled key), which are this object's own.
+        return self
+
+    @property
+    def data(self) -> Any:
+        """The body as JSON, parsed at first use (after the key checks, as DRF does)."""
+        if not self._parsed:
+            self._parsed = True
+            self._data = self._parse(self) if self.body else {}
+        return self._data
+
+    @property
+    def query_params(self) -> QueryDict:
+        if self._query is None:
+            self._query = QueryDict(self.META.get("QUERY_STRING", ""))
+        return self._query
+
+
+class BodyParser(Protocol):
+    def __call__(self, request: LeanRequest) -> Any: ...
+
+
+class LeanView(Protocol):
+    lean_methods: frozenset[str]
+
+    @classmethod
+    def lean_dispatch(cls, request: LeanRequest) -> LeanAnswer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    view: type[LeanView]
+    # The URL pattern's name, as the request metrics label routes.
+    name: str
+
+
+@dataclass
+class LeanFront:
+    """A WSGI application: the lean routes of the URLconf served here, every other request
+    passed to `django` (the full handler)."""
+
+    django: WsgiApp
+    _routes: dict[tuple[str, str], Route] | None = field(default=None, init=False)
+
+    def routes(self) -> dict[tuple[str, str], Route]:
+        if self._routes is None:
+            self._routes = lean_routes()
+        return self._routes
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        route = self.routes().get((environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")))
+        if route is None or not _ordinary(environ):
+            return self.django(environ, start_response)
+        body = _read_body(environ)
+        if body is None:
+            return self.django(environ, start_response)
+        answer = serve(route, environ, body)
+        start_response(
+            f"{answer.status} {_STATUS_TEXT.get(answer.status, '')}".rstrip(), answer.headers
+        )
+        return [answer.body]
+
+
+def lean_routes() -> dict[tuple[str, str], Route]:
+    """(method, path) -> route, for every view in the URLconf that serves methods leanly at
+    a path with no parameters."""
+    found: dict[tuple[str, str], Route] = {}
+
+    def walk(patterns: Iterable[Any], prefix: str, namespace: str) -> None:
+        for pattern in patterns:
+            route = str(getattr(pattern.pattern, "_route", ""))
+            if isinstance(pattern, URLResolver):
+                inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+                if route or not str(pattern.pattern):
+                    walk(pattern.url_patterns, prefix + route, inner)
+                continue
+            if not isinstance(pattern, URLPattern) or not route or "<" in route:
+                continue
+            view = getattr(pattern.callback, "cls", None)
+            methods = getattr(view, "lean_methods", None)
+            if view is None or not methods:
+                continue
+            name = f"{namespace}{pattern.name}" if pattern.name else prefix + route
+            for method in methods:
+                found.setdefault((method, "/" + prefix + route), Route(view=view, name=name))
+
+    walk(get_resolver().url_patterns, "", "")
+    return found
+
+
+def _ordinary(environ: dict[str, Any]) -> bool:
+    """Whether Django would treat the request as the lean path does: an allowed Host, JSON
+    or anything accepted, a plain JSON body or none."""
+    if environ.get("HTTP_ACCEPT", "") not in _ACCEPTS:
+        return False
+    if "CONTENT_TYPE" in environ and environ["CONTENT_TYPE"].lower() not in _CONTENT_TYPES:
+        return False
+    if settings.USE_X_FORWARDED_HOST and "HTTP_X_FORWARDED_HOST" in environ:
+        return False
+    host = environ.get("HTTP_HOST", "")
+    domain, _ = split_domain_port(host)
+    if not domain or not validate_host(domain, _allowed_hosts()):
+        return False
+    return not (settings.SECURE_SSL_REDIRECT and not _is_secure(environ))
+
+
+def _allowed_hosts() -> list[str]:
+    hosts = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not hosts:
+        # As Django's own Host check does with DEBUG on and no hosts set.
+        hosts = [".localhost", "127.0.0.1", "[::1]"]
+    return hosts
+
+
+def _is_secure(environ: dict[str, Any]) -> bool:
+    header = settings.SECURE_PROXY_SSL_HEADER
+    if header:
+        name, value = header
+        forwarded = environ.get(name)
+        if forwarded is not None:
+            return bool(forwarded.split(",", 1)[0].strip() == value)
+    return bool(environ.get("wsgi.url_scheme") == "https")
+
+
+def _read_body(environ: dict[str, Any]) -> bytes | None:
+    """The whole body (the front in config/net/rsgiserver.py has read it already); None
+    when its length is not declared, which Django reads its own way. The stream is put
+    back so Django can read it if the request is passed on."""
+    length = environ.get("CONTENT_LENGTH") or "0"
+    if not length.isdigit():
+        return None
+    size = int(length)
+    stream = environ.get("wsgi.input")
+    body = stream.read(size) if size and stream is not None else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    return body
+
+
+def _security_headers(environ: dict[str, Any]) -> list[tuple[str, str]]:
+    """What SecurityMiddleware and XFrameOptionsMiddleware add to an API answer."""
+    headers = []
+    if settings.SECURE_HSTS_SECONDS and _is_secure(environ):
+        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
+            value += "; includeSubDomains"
+        if settings.SECURE_HSTS_PRELOAD:
+            value += "; preload"
+        headers.append(("Strict-Transport-Security", value))
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        headers.append(("X-Content-Type-Options", "nosniff"))
+    if settings.SECURE_REFERRER_POLICY:
+        policy = settings.SECURE_REFERRER_POLICY
+        if not isinstance(policy, str):
+            policy = ",".join(policy)
+        headers.append(("Referrer-Policy", policy))
+    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
+        headers.append(("Cross-Origin-Opener-Policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY))
+    headers.append(("X-Frame-Options", getattr(settings, "X_FRAME_OPTIONS", "DENY").upper()))
+    return headers
+
+
+def serve(route: Route, environ: dict[str, Any], body: bytes) -> LeanAnswer:
+    """Answers one request by its lean view, with what Django's handler and middleware
+    would have done around it."""
+    started = time.perf_counter()
+    request_id = request_id_from(environ.get("HTTP_X_REQUEST_ID"))
+    token = request_id_set(request_id)
+    signals.request_started.send(sender=LeanFront, environ=environ)
+    try:
+        try:
+            answer = route.view.lean_dispatch(LeanRequest(environ, body, _json_body))
+        except Exception:
+            logger.exception("The lean path failed to answer %s", route.name)
+            answer = _failure()
+    finally:
+        try:
+            signals.request_finished.send(sender=LeanFront)
+        finally:
+            request_id_reset(token)
+    answer.headers.extend(_security_headers(environ))
+    answer.headers.append(("Content-Length", str(len(answer.body))))
+    answer.headers.append(("X-Request-Id", request_id))
+    request_observe(
+        route=route.name,
+        method=environ["REQUEST_METHOD"],
+        status=answer.status,
+        seconds=time.perf_counter() - started,
+    )
+    return answer
+
+
+def _json_body(request: LeanRequest) -> Any:
+    """The body as the API's JSON parser reads it, under the view's body limit."""
+    return json_body(
+        request.body,
+        limit=body_limit({"view": request.view}),
+        declared=len(request.body),
+        encoding=settings.DEFAULT_CHARSET,
+    )
+
+
+def _failure() -> LeanAnswer:
+    body = orjson.dumps(
+        error_body(status=500, code="internal_error", message="Something went wrong on our side.")
+    )
+    return LeanAnswer(500, [("Content-Type", "application/json")], body)
