@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from http.client import responses
 from typing import Any, Protocol
 
 import orjson
@@ -44,24 +45,6 @@ WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 # What a client sends when it takes JSON or anything (config/api/negotiation.py).
 _ACCEPTS = frozenset({"", "*/*", "application/json"})
 _CONTENT_TYPES = frozenset({"application/json", "application/json; charset=utf-8"})
-_STATUS_TEXT = {
-    200: "OK",
-    201: "Created",
-    202: "Accepted",
-    204: "No Content",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    409: "Conflict",
-    413: "Request Entity Too Large",
-    415: "Unsupported Media Type",
-    422: "Unprocessable Content",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-}
 
 
 @dataclass(slots=True)
@@ -150,9 +133,9 @@ class LeanFront:
         if body is None:
             return self.django(environ, start_response)
         answer = serve(route, environ, body)
-        start_response(
-            f"{answer.status} {_STATUS_TEXT.get(answer.status, '')}".rstrip(), answer.headers
-        )
+        # The reason phrase as Django writes it.
+        reason = responses.get(answer.status, "Unknown Status Code")
+        start_response(f"{answer.status} {reason}", answer.headers)
         return [answer.body]
 
 
@@ -188,7 +171,12 @@ def _ordinary(environ: dict[str, Any]) -> bool:
     or anything accepted, a plain JSON body or none."""
     if environ.get("HTTP_ACCEPT", "") not in _ACCEPTS:
         return False
-    if "CONTENT_TYPE" in environ and environ["CONTENT_TYPE"].lower() not in _CONTENT_TYPES:
+    content_type = environ.get("CONTENT_TYPE")
+    if content_type is None:
+        # With no media type DRF reads no body as `{}` and refuses one with 415.
+        if environ.get("CONTENT_LENGTH", "") not in {"", "0"}:
+            return False
+    elif content_type not in _CONTENT_TYPES:
         return False
     if settings.USE_X_FORWARDED_HOST and "HTTP_X_FORWARDED_HOST" in environ:
         return False

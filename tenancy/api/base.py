@@ -87,11 +87,10 @@ class ProjectView(APIView):
         rate limit headers (finalize_response) and `Allow`. The lean path only brings
         requests whose `Accept` and `Content-Type` need no negotiation."""
         view = cls()
-        view.args, view.kwargs = (), {}
+        # As Django's View.as_view: the request, and HEAD served by GET.
+        view.setup(request)  # type: ignore[arg-type]
         view.format_kwarg = None
         view.headers = dict(view.default_response_headers)
-        # A stand-in for DRF's Request with what the checks and handlers read.
-        view.request = request  # type: ignore[assignment]
         request.view = view
         try:
             for authenticator in view.get_authenticators():

@@ -1,0 +1,341 @@
+"""The lean path (config/api/lean.py) answers every request exactly as Django's handler and
+DRF's dispatch answer it: each case is sent both ways, through the WSGI application the
+servers run and through Django's handler alone, and the status, headers and bodies are
+compared (values that differ by nature, new ids and times, aside)."""
+
+import io
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.core.handlers.wsgi import WSGIHandler
+
+from config.api.lean import LeanFront, lean_routes
+from tenancy.api.base import ProjectView
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Members whose values are new on every request that makes something.
+VOLATILE = {"id", "received_at", "created_at", "updated_at", "email"}
+HOST = "testserver"
+
+
+def environ(
+    method: str,
+    path: str,
+    *,
+    key: str | None = None,
+    body: Any = None,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    content_type: str | None = "application/json",
+) -> dict[str, Any]:
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
+    env: dict[str, Any] = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": "",
+        "SERVER_NAME": HOST,
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": HOST,
+        "HTTP_X_REQUEST_ID": "lean-equivalence",
+        "wsgi.input": io.BytesIO(data),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": io.StringIO(),
+        "wsgi.version": (1, 0),
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    if data or method in {"POST", "PUT", "PATCH"}:
+        env["CONTENT_LENGTH"] = str(len(data))
+    if content_type is not None and (data or method != "GET"):
+        env["CONTENT_TYPE"] = content_type
+    if key is not None:
+        env["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    for name, value in (headers or {}).items():
+        env[name] = value
+    return env
+
+
+class Answer:
+    def __init__(self, status: str, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.status = status
+        self.headers = {name.lower(): value for name, value in headers}
+        self.body = body
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def call(app: Callable[..., Any], env: dict[str, Any]) -> Answer:
+    started: list[Any] = []
+    result = app(env, lambda status, headers, exc_info=None: started.append((status, headers)))
+    try:
+        body = b"".join(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return Answer(started[0][0], started[0][1], body)
+
+
+def steady(value: Any) -> Any:
+    """The answer with the values that are new on every call replaced."""
+    if isinstance(value, dict):
+        return {
+            name: "<new>" if name in VOLATILE and item is not None else steady(item)
+            for name, item in value.items()
+        }
+    if isinstance(value, list):
+        return [steady(item) for item in value]
+    return value
+
+
+class Counting:
+    """Django's handler, counting the requests the front passes to it."""
+
+    def __init__(self, handler: WSGIHandler) -> None:
+        self.handler = handler
+        self.calls = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        self.calls += 1
+        return self.handler(environ, start_response)
+
+
+@pytest.fixture
+def apps():
+    django = WSGIHandler()
+    return LeanFront(Counting(django)), django
+
+
+def both(apps, make_environ: Callable[[], dict[str, Any]], *, steady_body: bool = True):
+    """The same request through the lean front and through Django alone."""
+    front, django = apps
+    env = make_environ()
+    passed_before = front.django.calls
+    lean = call(front, env)
+    # The lean view that answered, or None when the front passed the request to Django.
+    route = (
+        front.routes().get((env["REQUEST_METHOD"], env["PATH_INFO"]))
+        if front.django.calls == passed_before
+        else None
+    )
+    full = call(django, make_environ())
+    assert lean.status == full.status, (lean.body, full.body)
+    lean_headers, full_headers = dict(lean.headers), dict(full.headers)
+    for answer, headers in ((lean, lean_headers), (full, full_headers)):
+        # What is left of the key's rate limit moves between the two calls.
+        if "ratelimit-remaining" in headers:
+            headers["ratelimit-remaining"] = "<n>"
+        if steady_body and "content-length" in headers:
+            # New ids and times need not have the same length (whole seconds drop digits).
+            assert headers.pop("content-length") == str(len(answer.body))
+    assert lean_headers == full_headers
+    if lean.body and lean.headers.get("content-type") == "application/json":
+        lean_body, full_body = lean.json(), full.json()
+        if steady_body:
+            lean_body, full_body = steady(lean_body), steady(full_body)
+        assert lean_body == full_body
+    else:
+        assert lean.body == full.body
+    return lean, route
+
+
+def test_the_lean_routes_are_the_busiest_endpoints_and_views_of_the_api():
+    routes = lean_routes()
+    assert set(routes) == {
+        ("POST", "/events"),
+        ("POST", "/events/batch"),
+        ("POST", "/contacts/upsert"),
+        ("GET", "/project"),
+    }
+    for (method, _), route in routes.items():
+        # A lean view is a ProjectView with the checks it runs on both paths.
+        assert issubclass(route.view, ProjectView)
+        assert hasattr(route.view, method.lower())
+        view = route.view()
+        assert [type(a).__name__ for a in view.get_authenticators()] == ["ApiKeyAuthentication"]
+        assert [type(p).__name__ for p in view.get_permissions()] == ["HasProjectAccess"]
+
+
+EVENT = {"event": "order.completed", "email": "ada@example.com", "payload": {"total": 42.5}}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        {"body": EVENT},
+        {"body": {**EVENT, "occurred_at": "2026-11-01T10:00:00+02:00"}},
+        {"body": {**EVENT, "contact_id": "not-a-uuid"}},
+        {"body": {"event": "order.completed"}},
+        {"body": {"email": "ada@example.com"}},
+        {"body": {**EVENT, "event": "sendrealm.contact.created"}},
+        {"body": {**EVENT, "payload": {"blob": "x" * 70_000}}},
+        {"body": [EVENT]},
+        {"body": None},
+        {"raw": b"{not json"},
+        {"raw": b'{"a": NaN}'},
+        {"raw": b"\xff\xfe"},
+        {"raw": b"[" * 100 + b"]" * 100},
+        {"raw": b"x" * 2_700_000},
+        {"body": EVENT, "key": None},
+        {"body": EVENT, "key": "sr_unknown"},
+        {"body": EVENT, "key": "read_only"},
+        {"body": EVENT, "key": "team"},
+        {"body": EVENT, "key": "personal_viewer"},
+        {"body": EVENT, "key": "personal_owner"},
+        {"body": EVENT, "headers": {"HTTP_X_SERVICE_PROJECT_ID": "not-a-project"}},
+        {"body": EVENT, "headers": {"HTTP_X_SERVICE_PROJECT_ID": str(uuid.uuid4())}},
+        {"body": EVENT, "project_header": "other_project"},
+        {"body": EVENT, "project_header": "foreign_project"},
+        {"body": EVENT, "content_type": "application/json; charset=utf-8"},
+        # Passed to Django by the front, answered there.
+        {"body": EVENT, "content_type": "text/plain", "passed": True},
+        {"body": EVENT, "content_type": None, "passed": True},
+        {"body": EVENT, "headers": {"HTTP_ACCEPT": "text/html"}, "passed": True},
+        {"body": EVENT, "headers": {"HTTP_HOST": "evil.example"}, "passed": True},
+    ],
+)
+def test_post_events_answers_the_same_both_ways(apps, world, case):
+    key = case.get("key", "project")
+    secret = world.keys.get(key, key) if key else None
+    headers = dict(case.get("headers", {}))
+    if "project_header" in case:
+        headers["HTTP_X_SERVICE_PROJECT_ID"] = str(getattr(world, case["project_header"]).id)
+    _, route = both(
+        apps,
+        lambda: environ(
+            "POST",
+            "/events",
+            key=secret,
+            body=case.get("body"),
+            raw=case.get("raw"),
+            headers=headers,
+            content_type=case.get("content_type", "application/json"),
+        ),
+    )
+    assert (route is None) == bool(case.get("passed"))
+
+
+def test_a_resent_event_is_the_same_duplicate_both_ways(apps, world):
+    body = {**EVENT, "idempotency_key": "order-1001"}
+    front, _ = apps
+    first = call(front, environ("POST", "/events", key=world.keys["project"], body=body))
+    assert first.status.startswith("202")
+    again, _ = both(
+        apps,
+        lambda: environ("POST", "/events", key=world.keys["project"], body=body),
+        steady_body=False,
+    )
+    assert again.json()["data"] == {**first.json()["data"], "duplicate": True}
+
+
+def test_a_rate_limited_key_is_refused_the_same_both_ways(apps, world, settings):
+    settings.API_RATE_LIMIT = 1
+    front, django = apps
+    env = lambda: environ("POST", "/events", key=world.keys["project"], body=EVENT)  # noqa: E731
+    call(front, env())
+    lean = call(front, env())
+    full = call(django, env())
+    assert lean.status == full.status == "429 Too Many Requests"
+    assert lean.headers == full.headers
+    assert lean.json() == full.json()
+
+
+def test_post_events_batch_answers_the_same_both_ways(apps, world):
+    def items() -> list[dict[str, Any]]:
+        # A new idempotency key each time, so both calls store the same number of events.
+        resent = uuid.uuid4().hex
+        return [
+            EVENT,
+            {"event": "x"},
+            {**EVENT, "idempotency_key": resent},
+            {**EVENT, "idempotency_key": resent},
+            {**EVENT, "event": "sendrealm.reserved"},
+        ]
+
+    for body in (
+        lambda: {"events": items()},
+        lambda: {"events": []},
+        lambda: {"events": [EVENT] * 501},
+        lambda: {"nope": 1},
+    ):
+        both(
+            apps,
+            lambda body=body: environ(
+                "POST", "/events/batch", key=world.keys["project"], body=body()
+            ),
+        )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"email": "grace@example.com", "fields": {"plan": "pro"}},
+        {"email": "not an email"},
+        {"email": "grace@example.com", "fields": "no"},
+        {"email": "grace@example.com", "unknown": 1},
+        {"email": "grace@example.com", "external_id": ""},
+        {},
+    ],
+)
+def test_post_contacts_upsert_answers_the_same_both_ways(apps, world, body):
+    def fresh() -> dict[str, Any]:
+        # A new address each time, so both calls create.
+        email = f"{uuid.uuid4().hex}@example.com"
+        made = {**body, "email": email} if body.get("email") == "grace@example.com" else body
+        return environ("POST", "/contacts/upsert", key=world.keys["project"], body=made)
+
+    both(apps, fresh)
+
+
+def test_an_upsert_that_creates_and_one_that_merges_answer_the_same_both_ways(apps, world):
+    front, django = apps
+    key = world.keys["project"]
+    made = [
+        call(app, environ("POST", "/contacts/upsert", key=key, body={"email": f"{n}@example.com"}))
+        for n, app in (("lean", front), ("full", django))
+    ]
+    assert [answer.status for answer in made] == ["201 Created"] * 2
+    assert made[0].headers.keys() == made[1].headers.keys()
+    merged = [
+        call(
+            app,
+            environ(
+                "POST",
+                "/contacts/upsert",
+                key=key,
+                body={"email": f"{n}@example.com", "fields": {"a": 1}},
+            ),
+        )
+        for n, app in (("lean", front), ("full", django))
+    ]
+    assert [answer.status for answer in merged] == ["200 OK"] * 2
+    bodies = [steady(answer.json()) for answer in merged]
+    for body in bodies:
+        body["data"]["email"] = "<email>"
+    assert bodies[0] == bodies[1]
+
+
+@pytest.mark.parametrize(
+    "key", ["project", "team", "read_only", "personal_member", "personal_outsider", None]
+)
+def test_get_project_answers_the_same_both_ways(apps, world, key):
+    secret = world.keys[key] if key else None
+    both(apps, lambda: environ("GET", "/project", key=secret), steady_body=False)
+
+
+def test_other_methods_and_paths_are_left_to_django(apps, world):
+    key = world.keys["project"]
+    for method, path in (("PATCH", "/project"), ("GET", "/events"), ("POST", "/project")):
+        _, route = both(
+            apps, lambda method=method, path=path: environ(method, path, key=key, body={})
+        )
+        assert route is None
