@@ -4,7 +4,9 @@
 Every request carries another address (new) or changes a field of one of a pool of
 existing contacts (existing), so neither side measures a no-op. The API also writes the
 `sendrealm.contact.created`/`.updated` event row in the same transaction; the baseline
-writes only the contact.
+writes only the contact. `ceiling_ratio` is against the nearest lean write, the
+single-event ceiling (`ceiling_events_ingest_c{N}`, bench/ceiling.py) at the same
+concurrency.
 """
 
 from __future__ import annotations
@@ -160,4 +162,5 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         for clients in CONCURRENCY:
             measured = _measure(ctx, UpsertHttp(base_url, key, mode), clients)
             baseline = _measure(ctx, UpsertSql(ctx.pg_dsn(), project_id, mode), clients)
-            yield ctx.result(f"contacts_upsert_{mode}_c{clients}", measured, baseline)
+            line = ctx.result(f"contacts_upsert_{mode}_c{clients}", measured, baseline)
+            yield ctx.with_ceiling(line, "events_ingest")

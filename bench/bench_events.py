@@ -1,9 +1,14 @@
 """Event ingest and processing against raw psycopg doing the same inserts in the same run.
 
 - `events_ingest_c{1,8,32}`: single `POST /events` (a new event each request) against a
-  raw single-row `INSERT ... RETURNING` of the same row.
+  raw single-row `INSERT ... RETURNING` of the same row, with `ceiling_ratio` against
+  `ceiling_events_ingest_c{N}` (bench/ceiling.py: the same request and INSERT with no
+  framework, served the same way), which is measured beside it and printed as its own
+  line against the same raw baseline.
 - `events_batch500_c{1,4}`: `POST /events/batch` of 500 events, reported in events/s,
-  against the same 500-row `INSERT ... SELECT FROM unnest(...)` sent by psycopg.
+  against the same 500-row `INSERT ... SELECT FROM unnest(...)` sent by psycopg;
+  `ceiling_ratio` is against the single-event ceiling at the same concurrency, in events/s
+  (one event a request there), so above 1 is what batching gains over the lean path.
 - `events_worker_existing`, `events_worker_new`: one worker process's processing rate
   (claim, resolve the contact, run the handlers, mark processed, count into the catalog)
   in events/s on a fresh backlog: events for 2,000 existing contacts, or events that each
@@ -23,7 +28,7 @@ from typing import Any
 
 import psycopg
 
-from bench.harness import Context, log
+from bench.harness import INGEST_EVENT, Context, log
 from bench.loadgen import Measurement
 
 CONCURRENCY = (1, 8, 32)
@@ -31,13 +36,8 @@ BATCH_CONCURRENCY = (1, 4)
 BATCH_SIZE = 500
 WORKER_SECONDS = 8.0
 
-PAYLOAD = {
-    "order_id": "o-1001",
-    "total": 42.5,
-    "currency": "EUR",
-    "items": [{"sku": "a", "qty": 1}],
-}
-EVENT = {"event": "order.completed", "email": "bench@example.com", "payload": PAYLOAD}
+EVENT = INGEST_EVENT
+PAYLOAD = EVENT["payload"]
 
 _COLUMNS = (
     "id, project_id, event, source, email, external_id, contact_ref, payload, occurred_at, "
@@ -146,9 +146,13 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
     for clients in CONCURRENCY:
         measured = ctx.http("/events", method="POST", key=key, body=EVENT, concurrency=clients)
         baseline = ctx.sql(INSERT_ONE, (project_id, payload_json), concurrency=clients)
-        result = ctx.result(f"events_ingest_c{clients}", measured, baseline)
-        result["unit"] = "events/s"
+        ceiling = ctx.ceiling_line("events_ingest", clients, baseline)
+        result = ctx.with_ceiling(
+            ctx.result(f"events_ingest_c{clients}", measured, baseline), "events_ingest"
+        )
+        result["unit"] = ceiling["unit"] = "events/s"
         yield result
+        yield ceiling
 
     batch = {"events": [EVENT] * BATCH_SIZE}
     arrays = (
@@ -162,7 +166,9 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
             "/events/batch", method="POST", key=key, body=batch, concurrency=clients
         )
         baseline = ctx.sql(INSERT_MANY, arrays, concurrency=clients)
-        yield _scaled(ctx.result(f"events_batch500_c{clients}", measured, baseline), BATCH_SIZE)
+        result = _scaled(ctx.result(f"events_batch500_c{clients}", measured, baseline), BATCH_SIZE)
+        # In events/s: the ceiling posts one event a request.
+        yield ctx.with_ceiling(result, "events_ingest")
 
     yield from _workers(ctx, project_id, payload_json)
 

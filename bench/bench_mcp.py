@@ -14,6 +14,10 @@ quiet machine's REST line is refused in part. Refused requests (429) are not cou
 and, while a tool call still counted twice, one whose REST call the limiter refused
 answered 200 with a cheap error result, which was: the ratio measured the limiter. The
 limiter still runs on every request of both lines.
+
+Every line also has `ceiling_ratio` against the nearest lean read, the project-get ceiling
+at 8 clients (`ceiling_project_get_c8`, bench/ceiling.py: one key checked in memory, one
+prepared SELECT of a row by id).
 """
 
 from __future__ import annotations
@@ -134,8 +138,9 @@ def _measure(ctx: Context, server: Server, keys: dict[str, Any]) -> Iterator[dic
         (contact["id"], project_id),
         concurrency=CLIENTS,
     )
-    yield ctx.result(f"contacts_get_c{CLIENTS}", rest, baseline)
+    yield ctx.with_ceiling(ctx.result(f"contacts_get_c{CLIENTS}", rest, baseline), "project_get")
     for name in variants:
-        yield ctx.result_in_rounds(
+        line = ctx.result_in_rounds(
             f"mcp_contacts_get_{name}_c{CLIENTS}", measured[name], measured["rest"]
         )
+        yield ctx.with_ceiling(line, "project_get")

@@ -1,4 +1,7 @@
-"""Authenticated `GET /project` against a raw psycopg `SELECT` of the same project row."""
+"""Authenticated `GET /project` against a raw psycopg `SELECT` of the same project row, with
+`ceiling_ratio` against `ceiling_project_get_c{N}` (bench/ceiling.py: the same request and
+SELECT with no framework, served the same way), measured beside it and printed as its own
+line against the same raw baseline."""
 
 from __future__ import annotations
 
@@ -28,4 +31,8 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         baseline = ctx.sql(
             "SELECT * FROM tenancy_project WHERE id = %s", (project_id,), concurrency=clients
         )
-        yield ctx.result(f"project_get_c{clients}", measured, baseline)
+        ceiling = ctx.ceiling_line("project_get", clients, baseline)
+        yield ctx.with_ceiling(
+            ctx.result(f"project_get_c{clients}", measured, baseline), "project_get"
+        )
+        yield ceiling

@@ -135,6 +135,10 @@ class Server:
         }
         self.proc: subprocess.Popen[bytes] | None = None
 
+    @property
+    def label(self) -> str:
+        return self.settings.server
+
     def prepare(self) -> None:
         """A fresh database, migrated, and empty cache and broker databases."""
         import psycopg
@@ -163,13 +167,11 @@ class Server:
             text=True,
         ).stdout
 
-    def start(self) -> None:
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        self.logfile = RESULTS_DIR / f"server-{self.port}.log"
-        logfile = self.logfile.open("wb")
+    def command(self) -> list[str]:
+        """The server's command line."""
         workers, threads = self.settings.server_workers, self.settings.server_threads
         if self.settings.server == "gunicorn":
-            command = [
+            return [
                 str(BIN / "gunicorn"),
                 f"--bind=127.0.0.1:{self.port}",
                 f"--workers={workers}",
@@ -178,22 +180,28 @@ class Server:
                 "--keep-alive=30",
                 "config.wsgi:application",
             ]
-        else:
-            # As in production (config/rsgi.py): bodies are read before a request takes
-            # one of the SERVER_THREADS threads of its worker.
-            self.env["SERVER_THREADS"] = str(threads)
-            command = [
-                str(BIN / "granian"),
-                "--interface=rsgi",
-                "--no-ws",
-                "--host=127.0.0.1",
-                f"--port={self.port}",
-                f"--workers={workers}",
-                # As in production: a dead worker is replaced instead of stopping granian.
-                "--respawn-failed-workers",
-                "--no-access-log",
-                "config.rsgi:application",
-            ]
+        # As in production (config/rsgi.py): bodies are read before a request takes
+        # one of the SERVER_THREADS threads of its worker.
+        self.env["SERVER_THREADS"] = str(threads)
+        return [
+            str(BIN / "granian"),
+            "--interface=rsgi",
+            "--no-ws",
+            "--host=127.0.0.1",
+            f"--port={self.port}",
+            f"--workers={workers}",
+            # As in production: a dead worker is replaced instead of stopping granian.
+            "--respawn-failed-workers",
+            "--no-access-log",
+            "config.rsgi:application",
+        ]
+
+    def start(self) -> None:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        self.logfile = RESULTS_DIR / f"server-{self.port}.log"
+        logfile = self.logfile.open("wb")
+        workers, threads = self.settings.server_workers, self.settings.server_threads
+        command = self.command()
         self.proc = subprocess.Popen(
             command,
             cwd=ROOT,
@@ -215,7 +223,7 @@ class Server:
             ):
                 if response.status == 200:
                     log(
-                        f"{self.settings.server} up at {self.base_url} ({workers} workers x "
+                        f"{self.label} up at {self.base_url} ({workers} workers x "
                         f"{threads} threads)"
                     )
                     return
@@ -236,6 +244,71 @@ class Server:
         self.proc = None
 
 
+class CeilingServer(Server):
+    """The lean ceiling (bench/ceiling.py: the same work as two API requests with no
+    framework) served by the API's server (granian's WSGI interface, or gunicorn when the
+    bench runs on it) with the API server's workers and threads, against the bench
+    database, knowing one key from its environment."""
+
+    def __init__(self, settings: BenchSettings, *, key: str, project_id: str) -> None:
+        super().__init__(settings)
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": settings.database_url,
+            "CEILING_KEYS": json.dumps({key: project_id}),
+            "CEILING_THREADS": str(settings.server_threads),
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    @property
+    def label(self) -> str:
+        return "the ceiling"
+
+    def command(self) -> list[str]:
+        workers, threads = self.settings.server_workers, self.settings.server_threads
+        if self.settings.server == "gunicorn":
+            return [
+                str(BIN / "gunicorn"),
+                f"--bind=127.0.0.1:{self.port}",
+                f"--workers={workers}",
+                f"--threads={threads}",
+                "--worker-class=gthread",
+                "--keep-alive=30",
+                "bench.ceiling:application",
+            ]
+        return [
+            str(BIN / "granian"),
+            "--interface=wsgi",
+            "--no-ws",
+            "--host=127.0.0.1",
+            f"--port={self.port}",
+            f"--workers={workers}",
+            f"--blocking-threads={threads}",
+            "--respawn-failed-workers",
+            "--no-access-log",
+            "bench.ceiling:application",
+        ]
+
+
+# The event every single-event ingest line posts (bench_events, and the ceiling's).
+INGEST_EVENT: dict[str, Any] = {
+    "event": "order.completed",
+    "email": "bench@example.com",
+    "payload": {
+        "order_id": "o-1001",
+        "total": 42.5,
+        "currency": "EUR",
+        "items": [{"sku": "a", "qty": 1}],
+    },
+}
+# What each ceiling line does, one request (bench/ceiling.py serves both): method, path,
+# body.
+CEILING_WORK: dict[str, tuple[str, str, Any]] = {
+    "events_ingest": ("POST", "/events", INGEST_EVENT),
+    "project_get": ("GET", "/project", None),
+}
+
+
 @dataclass
 class Context:
     """Handed to every benchmark's `run(ctx)`."""
@@ -244,6 +317,9 @@ class Context:
     _server: Server | None = None
     _keys: dict[str, Any] | None = None
     _lock: BenchLock | None = None
+    _ceiling: CeilingServer | None = None
+    # The ceiling's measurements of this run, by work and concurrency (`ceiling_measure`).
+    _ceilings: dict[tuple[str, int], Measurement] = field(default_factory=dict)
 
     def server(self) -> Server:
         """The running production server; started (fresh database) on first use."""
@@ -261,6 +337,50 @@ class Context:
         if self._keys is None:
             self._keys = json.loads(self.server().manage("bootstrap", "--json"))
         return self._keys
+
+    def ceiling(self) -> CeilingServer:
+        """The running lean ceiling (bench/ceiling.py) with the project key; started on
+        first use, stopped at the end of the run."""
+        if self._ceiling is None:
+            keys = self.keys()
+            ceiling = CeilingServer(
+                self.settings, key=keys["keys"]["project"], project_id=keys["project_id"]
+            )
+            self._ceiling = ceiling
+            ceiling.start()
+        return self._ceiling
+
+    def ceiling_measure(self, work: str, concurrency: int, *, fresh: bool = False) -> Measurement:
+        """The ceiling doing `work` (a CEILING_WORK name) at `concurrency` clients for the
+        run's duration: measured the first time a line asks for it (again when `fresh`) and
+        kept for the run, for every line that compares with it."""
+        if fresh or (work, concurrency) not in self._ceilings:
+            method, path, body = CEILING_WORK[work]
+            self._ceilings[work, concurrency] = self.http(
+                path,
+                method=method,
+                key=self.keys()["keys"]["project"],
+                body=body,
+                concurrency=concurrency,
+                server=self.ceiling(),
+            )
+        return self._ceilings[work, concurrency]
+
+    def ceiling_line(self, work: str, concurrency: int, baseline: Measurement) -> dict[str, Any]:
+        """The ceiling's own line, `ceiling_<work>_c<N>`, against the raw psycopg baseline
+        of the API line it stands beside; measured now, and kept for the run."""
+        measured = self.ceiling_measure(work, concurrency, fresh=True)
+        return self.result(f"ceiling_{work}_c{concurrency}", measured, baseline)
+
+    def with_ceiling(self, line: dict[str, Any], work: str) -> dict[str, Any]:
+        """An API line with the ceiling doing `work` at the line's concurrency beside it:
+        which (`ceiling`), its rate (`ceiling_ops_per_s`) and `ceiling_ratio`, the line's
+        `ops_per_s` over it."""
+        ceiling = self.ceiling_measure(work, line["concurrency"]).ops_per_s
+        line["ceiling"] = f"ceiling_{work}_c{line['concurrency']}"
+        line["ceiling_ops_per_s"] = round(ceiling, 1)
+        line["ceiling_ratio"] = round(line["ops_per_s"] / ceiling, 4) if ceiling else None
+        return line
 
     @property
     def database_url(self) -> str:
@@ -383,6 +503,9 @@ class Context:
         return line
 
     def close(self) -> None:
+        if self._ceiling is not None:
+            self._ceiling.stop()
+            self._ceiling = None
         if self._server is not None:
             self._server.stop()
             self._server = None
