@@ -186,6 +186,7 @@ class Server:
         return [
             str(BIN / "granian"),
             "--interface=rsgi",
+            "--loop=uvloop",
             "--no-ws",
             "--host=127.0.0.1",
             f"--port={self.port}",

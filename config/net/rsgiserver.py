@@ -63,7 +63,26 @@ def body_limit() -> int:
 
 def _latin1(text: str) -> str:
     """A str of UTF-8 bytes, one character a byte, as PEP 3333 has paths and headers."""
+    if text.isascii():
+        return text
     return text.encode("utf-8", "surrogateescape").decode("latin-1")
+
+
+# Header name -> environ key, for the names seen so far (a client cannot grow it past
+# _KEYS_MAX: names past it are translated each time).
+_KEYS: dict[str, str] = {}
+_KEYS_MAX = 512
+
+
+def _environ_key(name: str) -> str:
+    key = _KEYS.get(name)
+    if key is None:
+        key = name.upper().replace("-", "_")
+        if key not in _UNPREFIXED:
+            key = f"HTTP_{key}"
+        if len(_KEYS) < _KEYS_MAX:
+            _KEYS[name] = key
+    return key
 
 
 def wsgi_environ(scope: Any) -> dict[str, Any]:
@@ -88,9 +107,7 @@ def wsgi_environ(scope: Any) -> dict[str, Any]:
         "wsgi.input_terminated": True,
     }
     for name, value in scope.headers.items():
-        key = name.upper().replace("-", "_")
-        if key not in _UNPREFIXED:
-            key = f"HTTP_{key}"
+        key = _environ_key(name)
         value = _latin1(value)
         if key in environ:
             value = f"{environ[key]}{'; ' if key == 'HTTP_COOKIE' else ','}{value}"
@@ -117,6 +134,8 @@ async def read_body(proto: Any, *, declared: int | None, limit: int, pause: floa
     `limit` bytes, BodyIncomplete when it closes before its declared length."""
     if declared is not None and declared > limit:
         raise BodyTooLarge
+    if declared is not None and declared <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        return io.BytesIO(await _read_small(proto, declared, pause))
     # The caller closes it once the request is answered.
     # SIM115: the caller closes it, so no with block.
     body = tempfile.SpooledTemporaryFile(max_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)  # noqa: SIM115
@@ -144,6 +163,27 @@ async def read_body(proto: Any, *, declared: int | None, limit: int, pause: floa
     return body
 
 
+async def _read_small(proto: Any, declared: int, pause: float) -> bytes:
+    """A body of a declared size that fits in memory, as read_body reads any body (the
+    same pause, the same errors), kept in a list of chunks: most arrive in one."""
+    chunks: list[bytes] = []
+    size = 0
+    stream = proto.__aiter__()
+    while True:
+        try:
+            async with asyncio.timeout(pause):
+                chunk = await stream.__anext__()
+        except StopAsyncIteration:
+            break
+        except TimeoutError:
+            raise BodyTimeout from None
+        chunks.append(chunk)
+        size += len(chunk)
+    if size < declared:
+        raise BodyIncomplete
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def _error(status: int, code: str, message: str, details: str = "") -> bytes:
     envelope = error_body(status=status, code=code, message=message, details=details)
     return json.dumps(envelope).encode()
@@ -155,12 +195,14 @@ class Server:
 
     def __init__(self, wsgi: WsgiApp) -> None:
         self.wsgi = wsgi
-        self.threads = ThreadPoolExecutor(
-            max_workers=int(settings.SERVER_THREADS), thread_name_prefix="request"
+        count = int(settings.SERVER_THREADS)
+        self.threads = (
+            ThreadPoolExecutor(max_workers=count, thread_name_prefix="request") if count else None
         )
 
     def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.threads.shutdown(wait=True)
+        if self.threads is not None:
+            self.threads.shutdown(wait=True)
 
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         if scope.proto != "http":
@@ -212,9 +254,12 @@ class Server:
         environ["wsgi.input"] = body
         loop = asyncio.get_running_loop()
         try:
-            status, headers, content = await loop.run_in_executor(
-                self.threads, self.respond, environ
-            )
+            if self.threads is None:
+                status, headers, content = self.respond(environ)
+            else:
+                status, headers, content = await loop.run_in_executor(
+                    self.threads, self.respond, environ
+                )
         except Exception:
             logger.exception("The application failed to answer")
             status, headers = 500, _CLOSE
