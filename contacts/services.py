@@ -164,11 +164,11 @@ def contact_upsert(
 # One statement: insert, or merge into the active contact the partial unique index finds,
 # and record the change's system event. The DO UPDATE's WHERE makes a no-op match write
 # nothing, and so does a merge whose jsonb text is over `bound` (see `_upsert_postgresql`);
-# `xmax = 0` is true only for a row this statement inserted. `e` is the event `system_events
-# _insert_sql` records, one per row written. When nothing was written, the statement returns
-# the active contact as its snapshot saw it if the upsert is a no-op on it (all statements
-# of a WITH see one snapshot: a match that a concurrent transaction committed after it
-# returns no row).
+# `xmax = 0` is true only for a row this statement inserted. `e` holds the event of the row
+# written, if any, which the events app's insert (`{events}`, from the outbox) records.
+# When nothing was written, the statement returns the active contact as its snapshot saw
+# it if the upsert is a no-op on it (all parts of a WITH see one snapshot: a match that a
+# concurrent transaction committed after it started returns no row).
 _UPSERT_SQL = """
 WITH existing AS (
     SELECT id, email, external_id, fields, created_at, updated_at
