@@ -4,6 +4,7 @@ import enum
 import json
 import uuid
 from collections.abc import Collection, Sequence
+from contextlib import nullcontext
 from typing import Any, Literal
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -11,9 +12,16 @@ from django.db import IntegrityError, connection, transaction
 
 from config.api.errors import Conflict, NotFound, ValidationFailed
 from config.api.jsonvalues import json_size_checked, stored_json_issues
+from config.db.bulk import statement_run
 from config.db.cursor import binary_cursor
 from config.db.update import model_update
-from config.registries.outbox import SystemEvent, system_event_emit, system_events_emit
+from config.registries.outbox import (
+    SystemEvent,
+    system_event_emit,
+    system_events_emit,
+    system_events_insert_sql,
+    system_events_recorded,
+)
 from config.runtime import clock
 from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.hooks import contact_deleted_handlers
@@ -153,25 +161,79 @@ def contact_upsert(
         raise _conflict_for(error) from None
 
 
-# One statement: insert, or merge into the active contact the partial unique index finds.
-# The WHERE makes a no-op match write nothing (and return no row); `xmax = 0` is true only
-# for a row this statement inserted.
+# One statement: insert, or merge into the active contact the partial unique index finds,
+# and record the change's system event. The DO UPDATE's WHERE makes a no-op match write
+# nothing, and so does a merge whose jsonb text is over `bound` (see `_upsert_postgresql`);
+# `xmax = 0` is true only for a row this statement inserted. `e` holds the event of the row
+# written, if any, which the events app's insert (`{events}`, from the outbox) records.
+# When nothing was written, the statement returns the active contact as its snapshot saw
+# it if the upsert is a no-op on it (all parts of a WITH see one snapshot: a match that a
+# concurrent transaction committed after it started returns no row).
 _UPSERT_SQL = """
-INSERT INTO contacts_contact
-    (id, project_id, email, external_id, fields, created_at, updated_at, deleted_at)
-VALUES (%(id)s, %(project_id)s, %(email)s, %(external_id)s::varchar, %(set)s::jsonb,
-        %(now)s, %(now)s, NULL)
-ON CONFLICT (project_id, email) WHERE deleted_at IS NULL AND email IS NOT NULL
-DO UPDATE SET
-    fields = (contacts_contact.fields || %(set)s::jsonb) - %(removed)s::text[],
-    external_id = COALESCE(%(external_id)s::varchar, contacts_contact.external_id),
-    updated_at = %(now)s
-WHERE (contacts_contact.fields || %(set)s::jsonb) - %(removed)s::text[]
-        IS DISTINCT FROM contacts_contact.fields
-    OR COALESCE(%(external_id)s::varchar, contacts_contact.external_id)
-        IS DISTINCT FROM contacts_contact.external_id
-RETURNING id, email, external_id, fields, created_at, updated_at, (xmax = 0) AS created
+WITH existing AS (
+    SELECT id, email, external_id, fields, created_at, updated_at
+    FROM contacts_contact
+    WHERE project_id = %(project_id)s AND email = %(email)s::varchar AND deleted_at IS NULL
+), c AS (
+    INSERT INTO contacts_contact
+        (id, project_id, email, external_id, fields, created_at, updated_at, deleted_at)
+    VALUES (%(id)s::uuid, %(project_id)s, %(email)s::varchar, %(external_id)s::varchar,
+            %(set)s::jsonb, %(now)s::timestamptz, %(now)s::timestamptz, NULL)
+    ON CONFLICT (project_id, email) WHERE deleted_at IS NULL AND email IS NOT NULL
+    DO UPDATE SET
+        fields = (contacts_contact.fields || %(set)s::jsonb) - %(removed)s::text[],
+        external_id = COALESCE(%(external_id)s::varchar, contacts_contact.external_id),
+        updated_at = %(now)s::timestamptz
+    WHERE ((contacts_contact.fields || %(set)s::jsonb) - %(removed)s::text[]
+            IS DISTINCT FROM contacts_contact.fields
+        OR COALESCE(%(external_id)s::varchar, contacts_contact.external_id)
+            IS DISTINCT FROM contacts_contact.external_id)
+      AND (%(bound)s::integer IS NULL
+        OR octet_length(((contacts_contact.fields || %(set)s::jsonb)
+            - %(removed)s::text[])::text) <= %(bound)s::integer)
+    RETURNING id, email, external_id, fields, created_at, updated_at, (xmax = 0) AS created
+), e AS (
+    SELECT %(event_id)s::uuid AS id,
+           CASE WHEN c.created THEN 'contact.created' ELSE 'contact.updated' END AS name,
+           c.id AS contact_id, c.email, c.external_id,
+           jsonb_build_object(
+               'contact_id', c.id::text, 'email', c.email, 'external_id', c.external_id
+           ) AS payload
+    FROM c
+), recorded AS (
+    {events}
+)
+SELECT id, email, external_id, fields, created_at, updated_at, created, true FROM c
+UNION ALL
+SELECT id, email, external_id, fields, created_at, updated_at, false, false FROM existing
+WHERE NOT EXISTS (SELECT FROM c)
+    AND (fields || %(set)s::jsonb) - %(removed)s::text[] = fields
+    AND COALESCE(%(external_id)s::varchar, external_id) IS NOT DISTINCT FROM external_id
 """
+
+
+def _upsert_run(sql: str, params: dict[str, Any]) -> tuple[Contact, bool, bool] | None:
+    """Runs the upsert statement: (contact, created, written), or None when it wrote
+    nothing and its snapshot does not show the upsert as a no-op."""
+    # Prepared on the server at its first run on a connection: its plan is most of
+    # PostgreSQL's cost of a small upsert.
+    rows = statement_run(sql, params, prepare=True)
+    if not rows:
+        return None
+    contact_id, email, external_id, fields, created_at, updated_at, created, written = rows[0]
+    contact = Contact(
+        id=contact_id,
+        project_id=params["project_id"],
+        email=email,
+        external_id=external_id,
+        fields=json.loads(fields) if isinstance(fields, str) else fields,
+        created_at=created_at,
+        updated_at=updated_at,
+        deleted_at=None,
+    )
+    contact._state.adding = False
+    contact._state.db = connection.alias
+    return contact, bool(created), bool(written)
 
 
 def _upsert_postgresql(
@@ -180,46 +242,56 @@ def _upsert_postgresql(
     kept = {key: value for key, value in changes.items() if value is not None}
     # What is set is part of the result: too large already, no statement is needed.
     _check_fields_size(project, kept)
+    now = clock.now()
+    events, event_params = system_events_insert_sql(project=project, rows="e")
+    sql = _UPSERT_SQL.format(events=events)
     params: dict[str, Any] = {
+        **event_params,
         "id": uuid.uuid4(),
+        "event_id": uuid.uuid4(),
         "project_id": project.id,
         "email": email,
         "external_id": external_id,
         "set": json.dumps(kept, cls=DjangoJSONEncoder),
         "removed": [key for key, value in changes.items() if value is None],
-        "now": clock.now(),
+        "now": now,
+        # jsonb's text spaces its separators and writes every number Python writes in as
+        # many characters or more, so merged fields whose jsonb text fits the bound fit it
+        # as `_check_fields_size` measures them (compact JSON of the parsed text). Above
+        # it the statement writes nothing, and the merge is measured exactly below.
+        "bound": project.contact_fields_limit_bytes,
     }
+    alone = connection.get_autocommit() and not connection.in_atomic_block
     for _ in range(UPSERT_ATTEMPTS):
+        # Alone it is one round trip in autocommit; in the caller's transaction a savepoint
+        # keeps that transaction usable after a 409, as before.
+        with nullcontext() if alone else transaction.atomic():
+            done = _upsert_run(sql, params)
+            if done is not None:
+                contact, created, written = done
+                if written:
+                    system_events_recorded()
+                contact.project = project
+                return contact, created
+        # Merged fields over the bound as jsonb text, or a contact that changed under the
+        # statement: merge in a transaction, measure the result exactly, and undo the
+        # write (and its event) when it is too large.
         with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute(_UPSERT_SQL, params)
-                row = cursor.fetchone()
-            if row is None:
-                # Matched, and nothing to change: no write, no event.
+            done = _upsert_run(sql, {**params, "bound": None})
+            if done is None:
+                # Matched, and nothing to change now: no write, no event.
                 found = Contact.objects.filter(
                     project=project, email=email, deleted_at__isnull=True
                 ).first()
                 if found is None:
                     continue  # Deleted between the two statements: try again.
                 return found, False
-            contact_id, email, external_id, fields, created_at, updated_at, created = row
-            fields = json.loads(fields) if isinstance(fields, str) else fields
-            # The merge happened in the statement; too large, the transaction undoes it.
-            _check_fields_size(project, fields)
-            contact = Contact(
-                id=contact_id,
-                project=project,
-                email=email,
-                external_id=external_id,
-                fields=fields,
-                created_at=created_at,
-                updated_at=updated_at,
-                deleted_at=None,
-            )
-            contact._state.adding = False
-            contact._state.db = connection.alias
-            _emit(project, "contact.created" if created else "contact.updated", contact)
-            return contact, bool(created)
+            contact, created, written = done
+            if written:
+                _check_fields_size(project, contact.fields)
+                system_events_recorded()
+            contact.project = project
+            return contact, created
     raise Conflict("The contact changed too often to upsert; try again.")
 
 

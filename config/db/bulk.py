@@ -12,7 +12,7 @@ import functools
 import json
 import operator
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from django.db import connection, models
@@ -20,18 +20,22 @@ from django.db import connection, models
 from config.db.cursor import binary_cursor
 
 M = TypeVar("M", bound=models.Model)
+# A statement's parameters: in order, or by name.
+Params = Sequence[Any] | Mapping[str, Any]
 
 
-def _execute(sql: str, params: list[Any], *, binary: bool = False) -> list[tuple[Any, ...]]:
+def _execute(
+    sql: str, params: Params, *, binary: bool = False, prepare: bool | None = None
+) -> list[tuple[Any, ...]]:
     """Runs `sql` (with `%b` placeholders) on a cursor of Django's connection, so in its
     transaction, that binds on the server; as Django's own cursors do, through the
     connection's execute wrappers, into its query log when that is on (statement
     counts in tests see it), and raising Django's errors (`IntegrityError`). With
-    `binary`, results come in binary too (see `rows_fetch`)."""
+    `binary`, results come in binary too (see `rows_fetch`); `prepare` as psycopg's."""
     with connection.wrap_database_errors, binary_cursor() as cursor:
 
         def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
-            cursor.execute(sql, params, binary=binary)
+            cursor.execute(sql, params, binary=binary, prepare=prepare)
 
         run = functools.reduce(
             lambda inner, wrapper: functools.partial(wrapper, inner),
@@ -46,12 +50,16 @@ def _execute(sql: str, params: list[Any], *, binary: bool = False) -> list[tuple
     return rows
 
 
-def statement_run(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    """Runs one statement (`%b` placeholders) bound on the server, so its arrays travel in
-    binary without the per-element quoting of Django's client-side binding; returns its
-    rows (`RETURNING`), if any. As `rows_insert`, in Django's transaction, query log and
-    error types."""
-    return _execute(sql, params)
+def statement_run(
+    sql: str, params: Params, *, prepare: bool | None = None
+) -> list[tuple[Any, ...]]:
+    """Runs one statement (`%b` placeholders, or named ones with a mapping) bound on the
+    server, so its arrays travel in binary without the per-element quoting of Django's
+    client-side binding; returns its rows (`RETURNING`), if any. As `rows_insert`, in
+    Django's transaction, query log and error types. With `prepare`, the statement is
+    prepared on the server at its first run on the connection and reused after (Django
+    leaves preparing off by default, for connection poolers this service does not use)."""
+    return _execute(sql, params, prepare=prepare)
 
 
 def rows_fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:

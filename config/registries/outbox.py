@@ -6,7 +6,12 @@ use. The writer joins the caller's transaction, so the event exists exactly when
 change it reports does (a rolled-back change leaves no event). Deciding whether anything
 changed, and so whether there is an event at all, stays with the caller. What runs once
 the events are committed (the events app's wake-up of its workers) is named the same way,
-and the outbox schedules it after the writer: the writer only writes rows."""
+and the outbox schedules it after the writer: the writer only writes rows.
+
+A caller that writes its change and the event in one statement (a data-modifying CTE:
+the contact upsert) asks the events app for the event's `INSERT` instead
+(`system_events_insert_sql`, named the same way) and tells the outbox once it wrote
+events (`system_events_recorded`), which schedules the same wake-up."""
 
 import uuid
 from collections.abc import Callable, Sequence
@@ -35,9 +40,16 @@ class SystemEventWriter(Protocol):
     def __call__(self, *, project: Any, name: str, events: Sequence[SystemEvent]) -> object: ...
 
 
+class SystemEventStatement(Protocol):
+    def __call__(self, *, project: Any, rows: str) -> tuple[str, dict[str, Any]]: ...
+
+
 # The writer's import path, and the writer once imported.
 _writer_path: str | None = None
 _writer: SystemEventWriter | None = None
+# The same for the builder of the event `INSERT` that a caller's statement embeds.
+_statement_path: str | None = None
+_statement: SystemEventStatement | None = None
 # What runs after the commit of a transaction that recorded system events.
 _committed: Handlers[Callable[[], object]] = Handlers()
 
@@ -56,6 +68,23 @@ def unregister_system_event_writer(writer: SystemEventWriter | str) -> None:
     global _writer, _writer_path
     if _writer_path == dotted_path(writer):
         _writer_path = _writer = None
+
+
+def register_system_event_statement(builder: SystemEventStatement | str) -> None:
+    """Installs the one builder of the event `INSERT` for `system_events_insert_sql`: a
+    callable, or the dotted path of one."""
+    global _statement, _statement_path
+    path = dotted_path(builder)
+    if _statement_path is not None and _statement_path != path:
+        raise ImproperlyConfigured("Another system event statement is already registered.")
+    _statement_path = path
+    _statement = None if isinstance(builder, str) else builder
+
+
+def unregister_system_event_statement(builder: SystemEventStatement | str) -> None:
+    global _statement, _statement_path
+    if _statement_path == dotted_path(builder):
+        _statement_path = _statement = None
 
 
 def register_system_events_committed(handler: Callable[[], object] | str) -> None:
@@ -108,5 +137,36 @@ def system_events_emit(*, project: models.Model, name: str, events: Sequence[Sys
             f"`sendrealm.{name}` cannot be recorded."
         )
     _writer(project=project, name=name, events=events)
+    system_events_recorded()
+
+
+def system_events_insert_sql(*, project: models.Model, rows: str) -> tuple[str, dict[str, Any]]:
+    """The `INSERT` that records one system event of `project` per row of `rows`, for a
+    caller that writes its change and its events in one statement (one round trip).
+
+    `rows` names a relation the caller's statement defines before it (a CTE) with the
+    columns `id` (uuid, the event's), `name` (`contact.created` records
+    `sendrealm.contact.created`), `contact_id` (uuid), `email`, `external_id` (text)
+    and `payload` (jsonb): each the value `system_event_emit` takes. Returns the SQL, an
+    `INSERT ... SELECT ... FROM <rows>` to put in a `WITH`, with named placeholders
+    (`%(system_event_...)s`), and their values. The caller runs it in its transaction or
+    alone (autocommit) and, when it wrote any event, calls `system_events_recorded`.
+
+    Without a registered builder this raises, as `system_events_emit` does."""
+    global _statement
+    if _statement is None and _statement_path is not None:
+        _statement = import_string(_statement_path)
+    if _statement is None:
+        raise ImproperlyConfigured(
+            "No system event statement is registered (is the events app installed?); "
+            "system events cannot be recorded."
+        )
+    return _statement(project=project, rows=rows)
+
+
+def system_events_recorded() -> None:
+    """Schedules what runs after the commit of the caller's transaction because it recorded
+    system events (the event workers' wake-up); outside a transaction (a statement in
+    autocommit, committed already) it runs now."""
     for handler in _committed.all():
         transaction.on_commit(handler)

@@ -12,6 +12,8 @@ import environ
 URL_NAMES = ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL")
 POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql")
 REDIS_SCHEMES = ("redis", "rediss")
+# psycopg prepares a statement after this many runs on a connection, or at once when asked.
+PREPARE_ONLY_WHEN_ASKED = 2**62
 EXAMPLES = {
     "DATABASE_URL": "postgres://user:password@127.0.0.1:5432/sendrealm",
     "CACHE_URL": "redis://127.0.0.1:6379/0",
@@ -68,6 +70,10 @@ def database(env: environ.Env, url: str, *, conn_max_age: int | None = None) -> 
     # A health check costs a `SELECT 1` round trip on every request; persistent connections
     # are recycled every CONN_MAX_AGE seconds anyway, so it is off unless asked for.
     config["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
+    # Statements are prepared on the server only where the code asks (`prepare=True`, see
+    # `config.db.bulk.statement_run`), never after some number of runs: Django's default
+    # (None) turns psycopg's preparing off altogether, the explicit asks included.
+    config.setdefault("OPTIONS", {}).setdefault("prepare_threshold", PREPARE_ONLY_WHEN_ASKED)
     return config
 
 

@@ -5,7 +5,7 @@ commit (`events.wake.events_wake`, named in events/apps.py)."""
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import connections, router
@@ -49,6 +49,39 @@ def emit_system_event(
     return row
 
 
+def _insert_sql(
+    *,
+    project: Project,
+    name: str,
+    now: Any,
+    rows: str,
+    per_row: dict[str, str],
+    bind: Callable[[str, Any], str],
+) -> str:
+    """`INSERT INTO <events> (...) SELECT ... FROM <rows>`: the columns in `per_row` (an
+    attname and the expression that reads it off `rows`) differ from one event to the
+    next; every other one is the same for all and is bound once (`bind` returns its
+    placeholder), its value prepared from one model instance as `save` would write it."""
+    connection = connections[router.db_for_write(Event)]
+    template = _event_row(project=project, name=name, each=SystemEvent(payload={}), now=now)
+    quote = connection.ops.quote_name
+    columns: list[str] = []
+    selected: list[str] = []
+    for field in Event._meta.concrete_fields:
+        columns.append(quote(field.column))
+        if field.attname in per_row:
+            read = per_row[field.attname]
+        else:
+            value = field.get_db_prep_save(getattr(template, field.attname), connection)
+            read = bind(field.attname, value)
+        selected.append(f"({read})::{field.db_type(connection)}")
+    return (
+        # S608: names from the model; `rows` is the caller's relation.
+        f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(columns)}) "  # noqa: S608
+        f"SELECT {', '.join(selected)} FROM {rows}"
+    )
+
+
 # What differs from one event of a batch to the next; every other column is the same.
 _PER_ROW: dict[str, str] = {
     "id": "uuid",
@@ -79,9 +112,6 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
             external_id=events[0].external_id,
         )
         return
-    now = clock.now()
-    connection = connections[router.db_for_write(Event)]
-    template = _event_row(project=project, name=name, each=SystemEvent(payload={}), now=now)
     encoder = Event._meta.get_field("payload").encoder
     arrays: dict[str, list[Any]] = {
         "id": [uuid.uuid4() for _ in events],
@@ -90,22 +120,46 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
         "external_id": [each.external_id for each in events],
         "payload": [json.dumps(each.payload, cls=encoder) for each in events],
     }
-    columns: list[str] = []
-    selected: list[str] = []
     params: list[Any] = []
-    quote = connection.ops.quote_name
-    for field in Event._meta.concrete_fields:
-        db_type = field.db_type(connection)
-        columns.append(quote(field.column))
-        if field.attname in _PER_ROW:
-            selected.append(f"r.{field.attname}::{db_type}")
-        else:
-            selected.append(f"%b::{db_type}")
-            params.append(field.get_db_prep_save(getattr(template, field.attname), connection))
+
+    def bind(attname: str, value: Any) -> str:
+        params.append(value)
+        return "%b"
+
     unnest = ", ".join(f"%b::{kind}[]" for kind in _PER_ROW.values())
-    sql = (
-        # S608: names from the model.
-        f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(columns)}) "  # noqa: S608
-        f"SELECT {', '.join(selected)} FROM unnest({unnest}) AS r({', '.join(_PER_ROW)})"
+    sql = _insert_sql(
+        project=project,
+        name=name,
+        now=clock.now(),
+        rows=f"unnest({unnest}) AS r({', '.join(_PER_ROW)})",
+        per_row={attname: f"r.{attname}" for attname in _PER_ROW},
+        bind=bind,
     )
     statement_run(sql, [*params, *(arrays[name] for name in _PER_ROW)])
+
+
+def system_events_insert_sql(*, project: Project, rows: str) -> tuple[str, dict[str, Any]]:
+    """The `INSERT` of one system event per row of the caller's relation `rows` (columns
+    `id`, `name`, `contact_id`, `email`, `external_id`, `payload`), with its named
+    parameters: the builder behind `config.registries.outbox.system_events_insert_sql`,
+    for a caller that writes its change and its events in one statement. The rows are
+    those `emit_system_event` writes."""
+    params: dict[str, Any] = {}
+
+    def bind(attname: str, value: Any) -> str:
+        key = f"system_event_{attname}"
+        params[key] = value
+        return f"%({key})s"
+
+    per_row = {
+        "id": f"{rows}.id",
+        "event": f"{bind('prefix', SYSTEM_PREFIX)}::text || {rows}.name",
+        "contact_id": f"{rows}.contact_id",
+        "email": f"{rows}.email",
+        "external_id": f"{rows}.external_id",
+        "payload": f"{rows}.payload",
+    }
+    sql = _insert_sql(
+        project=project, name="", now=clock.now(), rows=rows, per_row=per_row, bind=bind
+    )
+    return sql, params

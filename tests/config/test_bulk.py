@@ -7,7 +7,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from config.db.bulk import rows_insert, rows_update
+from config.db.bulk import rows_insert, rows_update, statement_run
 from config.runtime import clock
 from events.models import Event
 from tests.factories import ProjectFactory
@@ -92,3 +92,16 @@ def test_many_rows_are_updated_in_one_statement_each_with_its_own_values():
     assert stored[rows[3].id].email == "u3@example.com"
     assert (stored[rows[4].id].payload, stored[rows[4].id].email) == (["listed", 4], None)
     assert stored[rows[4].id].last_error == ""
+
+
+def test_a_statement_asked_to_be_prepared_is_and_others_are_not():
+    def prepared() -> list[str]:
+        sql = "SELECT array_agg(statement) FROM pg_prepared_statements"
+        [[statements]] = statement_run(sql, [])
+        return statements or []
+
+    asked = "SELECT %(n)s::int + 1 AS asked"
+    for n in range(3):
+        assert statement_run(asked, {"n": n}, prepare=True) == [(n + 1,)]
+        assert statement_run("SELECT %b::int + 2 AS not_asked", [n]) == [(n + 2,)]
+    assert [text for text in prepared() if "asked" in text] == ["SELECT $1::int + 1 AS asked"]

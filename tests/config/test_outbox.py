@@ -12,7 +12,7 @@ from config.registries.outbox import SystemEvent
 from contacts.models import Contact
 from contacts.services import contact_update, contact_upsert
 from events.models import Event
-from events.services.system import emit_system_events
+from events.services.system import emit_system_events, system_events_insert_sql
 from events.wake import events_wake
 
 pytestmark = pytest.mark.django_db
@@ -20,9 +20,12 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def no_writer() -> Iterator[None]:
+    """No events app: neither its writer nor the event `INSERT` a statement embeds."""
     outbox.unregister_system_event_writer(emit_system_events)
+    outbox.unregister_system_event_statement(system_events_insert_sql)
     yield
     outbox.register_system_event_writer(emit_system_events)
+    outbox.register_system_event_statement(system_events_insert_sql)
 
 
 def test_the_events_app_writes_the_event_with_the_contacts_identity(world):

@@ -3,8 +3,10 @@
 import json
 
 import pytest
+from django.db import connection
 
-from config.api.errors import ValidationFailed
+from config.api.errors import PayloadTooLarge, ValidationFailed
+from config.api.jsonvalues import json_size
 from contacts.models import Contact
 from contacts.services import contact_upsert
 from events.models import Event
@@ -120,3 +122,55 @@ def test_the_service_refuses_text_postgresql_cannot_store_at_its_path(world):
         )
 
     assert [issue.path for issue in caught.value.issues] == ["fields.pets.1"]
+
+
+def exactly(limit, base):
+    """Fields that, merged into `base`, are `limit` bytes as the bound measures them."""
+    change = {"notes": ""}
+    change["notes"] = "x" * (limit - size(base | change))
+    assert size(base | change) == limit
+    return change
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_merge_at_the_bound_is_written_and_one_byte_more_is_not(world, small_limit, over):
+    # The statement's own check reads jsonb's text, which spaces its separators: a merge
+    # right at the bound is over it there, and is measured exactly instead.
+    base = {"bio": blob(LIMIT - 300), "n": [1, 2.5, None]}
+    contact = ContactFactory(project=world.project, email="ada@example.com", fields=base)
+    change = exactly(LIMIT + over, base)
+
+    if over:
+        with pytest.raises(PayloadTooLarge) as caught:
+            contact_upsert(project=world.project, email="ada@example.com", fields=change)
+        assert f"{LIMIT + 1} bytes" in caught.value.details
+    else:
+        upserted, created = contact_upsert(
+            project=world.project, email="ada@example.com", fields=change
+        )
+        assert (upserted.fields, created) == (base | change, False)
+
+    contact.refresh_from_db()
+    assert contact.fields == (base if over else base | change)
+    assert Event.objects.filter(event="sendrealm.contact.updated").count() == (0 if over else 1)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1e-7, "b": 1.5e-300, "c": 1e16, "d": 1.5e300, "e": -0.0, "f": 0.1},
+        {"big": 2**70, "neg": -(2**63), "f": 123456789.123456789, "g": 1e15 + 0.5},
+        {"text": 'quotes " and \\ back\nslash\t\x01\x1f\u2028 ünïcödé 😀', "": [[], {}]},
+        {"deep": {"list": [True, False, None, {"k": [1, "2", 3.0]}]}, "empty": ""},
+    ],
+)
+def test_jsonb_text_is_never_shorter_than_the_size_the_bound_measures(value):
+    # The upsert statement refuses a merge whose jsonb text is over the bound and has
+    # Python measure it then: sound only while that text is never the shorter one.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (%s::jsonb)::text, octet_length((%s::jsonb)::text)",
+            [json.dumps(value)] * 2,
+        )
+        text, length = cursor.fetchone()
+    assert length >= json_size(json.loads(text))

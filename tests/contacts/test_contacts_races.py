@@ -90,3 +90,25 @@ def test_concurrent_patches_and_upserts_of_one_contact_lose_no_field(world):
     expected = {"base": 0} | {(f"u{i}" if i % 3 == 0 else f"p{i}"): i for i in range(30)}
     assert contact.fields == expected
     assert Event.objects.filter(event="sendrealm.contact.updated", contact=contact).count() == 30
+
+
+def test_fifty_concurrent_identical_upserts_of_a_new_address_record_one_event(world):
+    key = world.keys["project"]
+    Api().post("/contacts/upsert", {"email": "warm@example.com"}, key=key)  # caches the key
+
+    def upsert(index: int) -> tuple[int, dict]:
+        response = Api().post(
+            "/contacts/upsert",
+            {"email": SPELLINGS[index % len(SPELLINGS)], "fields": {"plan": "pro"}},
+            key=key,
+        )
+        return response.status_code, response.json()["data"]
+
+    results = run_in_threads(50, upsert)
+    contact = Contact.objects.get(project=world.project, email="race@example.com")
+    assert sorted(status for status, _ in results) == [200] * 49 + [201]
+    assert {data["id"] for _, data in results} == {str(contact.id)}
+    assert all(data["fields"] == {"plan": "pro"} for _, data in results)
+    # The first creates it; the 49 others change nothing, so record nothing.
+    events = Event.objects.filter(contact=contact).values_list("event", flat=True)
+    assert list(events) == ["sendrealm.contact.created"]
