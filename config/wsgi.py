@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
 
-
 def _application() -> "LeanFront":
     """The API's busiest endpoints on the lean path, everything else through Django's
     handler. Imported once Django is set up: the lean path's modules read settings as they

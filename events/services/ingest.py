@@ -9,6 +9,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from config.api.errors import ServiceError
+from config.db.bulk import statement_run
 from config.db.cursor import binary_cursor
 from config.runtime import clock
 from events.models import Event
@@ -104,25 +105,25 @@ def event_ingest(*, project: Project, item: EventInput) -> IngestResult:
 def _ingest_one(*, project: Project, item: EventInput) -> IngestResult:
     now = clock.now()
     new_id = uuid.uuid4()
-    # Bound on the server, so psycopg prepares the statement once it has repeated.
-    with binary_cursor() as cursor:
-        cursor.execute(
-            _INSERT_ONE,
-            [
-                new_id,
-                project.id,
-                item.event,
-                item.email,
-                item.external_id,
-                item.contact_ref,
-                item.payload_json,
-                item.occurred_at or now,
-                item.idempotency_key,
-                now,
-                now,
-            ],
-        )
-        inserted = cursor.fetchone() is not None
+    # Bound and prepared on the server: the one statement of every single ingest.
+    rows = statement_run(
+        _INSERT_ONE,
+        [
+            new_id,
+            project.id,
+            item.event,
+            item.email,
+            item.external_id,
+            item.contact_ref,
+            item.payload_json,
+            item.occurred_at or now,
+            item.idempotency_key,
+            now,
+            now,
+        ],
+        prepare=True,
+    )
+    inserted = bool(rows)
     if inserted:
         transaction.on_commit(events_wake)
         return IngestResult(new_id, item.event, item.idempotency_key, "accepted", now, False)
