@@ -1,8 +1,10 @@
 """The WSGI environ config/net/rsgiserver.py builds from granian's RSGI request scope (PEP
-3333), and which requests it reads a body for. The server itself is driven over sockets in
+3333), which requests it reads a body for, and the threads that run requests. The server itself is driven over sockets in
 tests/test_server_slow_bodies.py."""
 
 from dataclasses import dataclass, field
+
+import pytest
 
 from config.net.rsgiserver import _has_body, wsgi_environ
 
@@ -93,3 +95,38 @@ def test_a_body_is_read_when_one_is_declared_or_chunked():
     assert has_body(version="2")
     assert not has_body(("content-length", "0"))
     assert not has_body()
+
+
+def test_request_threads_answer_each_request_and_survive_a_failure_and_a_cancel():
+    import asyncio
+    import threading
+
+    from config.net.rsgiserver import RequestThreads
+
+    release = threading.Event()
+
+    def respond(environ):
+        if environ.get("fail"):
+            raise RuntimeError("the application failed")
+        if environ.get("wait"):
+            release.wait(5)
+        return 200, [("X-Thread", threading.current_thread().name)], environ["body"]
+
+    threads = RequestThreads(2, respond)
+
+    async def scenario():
+        answers = await asyncio.gather(*(threads.run({"body": bytes([n])}) for n in range(20)))
+        assert [answer[2] for answer in answers] == [bytes([n]) for n in range(20)]
+        assert {answer[1][0][1] for answer in answers} <= {"request-0", "request-1"}
+        with pytest.raises(RuntimeError, match="the application failed"):
+            await threads.run({"fail": True})
+        # A request whose client went away while it ran: its answer is dropped quietly.
+        waiting = asyncio.ensure_future(threads.run({"wait": True, "body": b"late"}))
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        release.set()
+        return await threads.run({"body": b"after"})
+
+    assert asyncio.run(scenario())[2] == b"after"
+    threads.shutdown()
+    assert not any(thread.is_alive() for thread in threads.threads)
