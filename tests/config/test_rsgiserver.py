@@ -1,6 +1,6 @@
 """The WSGI environ config/net/rsgiserver.py builds from granian's RSGI request scope (PEP
-3333), which requests it reads a body for, and the threads that run requests. The server itself is driven over sockets in
-tests/test_server_slow_bodies.py."""
+3333), which requests it reads a body for, and the threads that run requests. The server
+itself is driven over sockets in tests/test_server_slow_bodies.py."""
 
 from dataclasses import dataclass, field
 
