@@ -5,32 +5,22 @@ server (gunicorn, granian --interface wsgi) needs a proxy in front that buffers 
 import gc
 import logging
 import os
-from typing import TYPE_CHECKING
 
 from django.core.cache import cache
 from django.core.validators import validate_email
 from django.core.wsgi import get_wsgi_application
 from django.urls import get_resolver
+from django.utils.module_loading import import_string
 
 from config.workqueue import wake
 
-if TYPE_CHECKING:
-    from config.api.lean import LeanFront
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
-
-def _application() -> "LeanFront":
-    """The API's busiest endpoints on the lean path, everything else through Django's
-    handler. Imported once Django is set up: the lean path's modules read settings as they
-    load."""
-    django = get_wsgi_application()
-    from config.api.lean import LeanFront
-
-    return LeanFront(django)
-
-
-application = _application()
+django_application = get_wsgi_application()
+# The API's busiest endpoints on the lean path (config/api/lean.py), everything else
+# through Django's handler. Named by path: the lean path's modules import DRF's, which
+# need the app registry that get_wsgi_application has just filled.
+application = import_string("config.api.lean.LeanFront")(django_application)
 
 
 def _warm_up() -> None:
