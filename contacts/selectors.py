@@ -7,9 +7,11 @@ import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from config.api.jsonvalues import json_size
+from config.db.bulk import rows_fetch
 from config.db.cursor import binary_cursor
 from contacts.models import Contact
 from contacts.normalization import normalise_email
@@ -21,13 +23,23 @@ def contact_list(*, project: Project) -> QuerySet[Contact]:
     return Contact.objects.filter(project=project, deleted_at__isnull=True)
 
 
+_COLUMNS = [field.attname for field in Contact._meta.concrete_fields]
+# One prepared statement: every API call and agent tool that names a contact reads it so,
+# and building the same query through the ORM cost more than running it.
+_GET_BY_ID = (
+    f"SELECT {', '.join(_COLUMNS)} FROM {Contact._meta.db_table} "  # noqa: S608 (constants)
+    "WHERE id = %b AND project_id = %b AND deleted_at IS NULL"
+)
+
+
 def contact_get(*, project: Project, contact_id: uuid.UUID | str) -> Contact | None:
     """An active contact by id; None when unknown, deleted, of another project or not a UUID."""
     try:
         pk = contact_id if isinstance(contact_id, uuid.UUID) else uuid.UUID(str(contact_id))
     except ValueError:
         return None
-    return contact_list(project=project).filter(id=pk).first()
+    rows = rows_fetch(_GET_BY_ID, [pk, project.id], prepare=True)
+    return Contact.from_db(connection.alias, _COLUMNS, rows[0]) if rows else None
 
 
 def contact_get_by_email(*, project: Project, email: str) -> Contact | None:

@@ -62,12 +62,15 @@ def statement_run(
     return _execute(sql, params, prepare=prepare)
 
 
-def rows_fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+def rows_fetch(
+    sql: str, params: list[Any], *, prepare: bool | None = None
+) -> list[tuple[Any, ...]]:
     """The rows of a query (`%b` placeholders) in binary, on PostgreSQL: timestamps, UUIDs
     and JSON arrive as Python values without the text parsing of each one (`jsonb`
     parsed, unlike Django's text loader), which is most of the cost of reading thousands
-    of rows. As `rows_insert`, in Django's transaction, query log and error types."""
-    return _execute(sql, params, binary=True)
+    of rows. As `rows_insert`, in Django's transaction, query log and error types;
+    `prepare` as `statement_run`'s."""
+    return _execute(sql, params, binary=True, prepare=prepare)
 
 
 def _array_of(field: models.Field[Any, Any]) -> tuple[str, str]:
