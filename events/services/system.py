@@ -3,6 +3,7 @@ writer behind `config.registries.outbox`, through which the families below event
 only writes rows, in the caller's transaction: the outbox wakes the event workers after
 commit (`events.wake.events_wake`, named in events/apps.py)."""
 
+import functools
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -144,10 +145,28 @@ def system_events_insert_sql(*, project: Project, rows: str) -> tuple[str, dict[
     parameters: the builder behind `config.registries.outbox.system_events_insert_sql`,
     for a caller that writes its change and its events in one statement. The rows are
     those `emit_system_event` writes."""
+    sql, shared = _insert_plan(rows)
+    now = clock.now()
+    params = dict(shared)
+    params[_PARAM.format("project_id")] = project.id
+    for attname in _AT_NOW:
+        params[_PARAM.format(attname)] = now
+    return sql, params
+
+
+_PARAM = "system_event_{}"
+# The columns whose values are the acting project and the time of the write; every other
+# shared value is the same for every event, so the statement and those values are made
+# once per relation (a contact upsert asks on every call).
+_AT_NOW = ("occurred_at", "next_attempt_at", "created_at")
+
+
+@functools.cache
+def _insert_plan(rows: str) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {}
 
     def bind(attname: str, value: Any) -> str:
-        key = f"system_event_{attname}"
+        key = _PARAM.format(attname)
         params[key] = value
         return f"%({key})s"
 
@@ -159,7 +178,15 @@ def system_events_insert_sql(*, project: Project, rows: str) -> tuple[str, dict[
         "external_id": f"{rows}.external_id",
         "payload": f"{rows}.payload",
     }
+    # Any project and moment: their values are replaced on each call.
     sql = _insert_sql(
-        project=project, name="", now=clock.now(), rows=rows, per_row=per_row, bind=bind
+        project=Project(id=uuid.UUID(int=0)),
+        name="",
+        now=clock.now(),
+        rows=rows,
+        per_row=per_row,
+        bind=bind,
     )
+    expected = {_PARAM.format(name) for name in ("project_id", *_AT_NOW)}
+    assert expected <= set(params), "the event row's shared columns changed"
     return sql, params
