@@ -5,8 +5,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
+from config.db.bulk import rows_fetch
 from tenancy.access import PERMISSION_SCOPES, ROLE_SCOPES, Access, KeyRecord, hash_secret
 from tenancy.cache import cached
 from tenancy.models import ApiKey, KeyKind, Membership, Meter, Project, ProjectGrant, Team
@@ -125,18 +127,28 @@ def access_resolve(*, key: KeyRecord, project: Project) -> Access | None:
     # a deactivated user's keys stop with the user.
     if key.user_id is None:
         return None
-    grant = ProjectGrant.objects.filter(api_key_id=uuid.UUID(key.id), project_id=project.id).first()
-    role = (
-        Membership.objects.filter(
-            team_id=project.team_id, user_id=key.user_id, user__is_active=True
-        )
-        .values_list("role", flat=True)
-        .first()
+    rows = rows_fetch(
+        _GRANT_AND_ROLE, [project.team_id, key.user_id, uuid.UUID(key.id), project.id], prepare=True
     )
-    if grant is None or role is None:
+    if not rows:
         return None
-    scopes = key.scopes & frozenset(grant.scopes) & ROLE_SCOPES[role] & permission_scopes
+    granted, role = rows[0]
+    scopes = key.scopes & frozenset(granted) & ROLE_SCOPES[role] & permission_scopes
     return Access(key=key, project_id=project_id, scopes=scopes, role=role)
+
+
+_USER = get_user_model()
+# A personal key's saved grant in a project and its user's current role in the team (an
+# active user's only), read on each of its requests, so a change to either counts at once:
+# one prepared statement, where the two ORM queries it replaces cost more than the rest
+# of the request.
+_GRANT_AND_ROLE = (
+    f"SELECT g.{ProjectGrant._meta.get_field('scopes').column}, m.role "  # noqa: S608
+    f"FROM {ProjectGrant._meta.db_table} g "
+    f"JOIN {Membership._meta.db_table} m ON m.team_id = %b AND m.user_id = %b "
+    f"JOIN {_USER._meta.db_table} u ON u.{_USER._meta.pk.column} = m.user_id AND u.is_active "
+    "WHERE g.api_key_id = %b AND g.project_id = %b"
+)
 
 
 def project_list_for_key(*, key: KeyRecord) -> QuerySet[Project]:
