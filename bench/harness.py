@@ -167,19 +167,23 @@ class Server:
             text=True,
         ).stdout
 
+    def gunicorn(self, application: str) -> list[str]:
+        """gunicorn's command line for a WSGI application (BENCH_SERVER=gunicorn)."""
+        return [
+            str(BIN / "gunicorn"),
+            f"--bind=127.0.0.1:{self.port}",
+            f"--workers={self.settings.server_workers}",
+            f"--threads={self.settings.server_threads}",
+            "--worker-class=gthread",
+            "--keep-alive=30",
+            application,
+        ]
+
     def command(self) -> list[str]:
         """The server's command line."""
         workers, threads = self.settings.server_workers, self.settings.server_threads
         if self.settings.server == "gunicorn":
-            return [
-                str(BIN / "gunicorn"),
-                f"--bind=127.0.0.1:{self.port}",
-                f"--workers={workers}",
-                f"--threads={threads}",
-                "--worker-class=gthread",
-                "--keep-alive=30",
-                "config.wsgi:application",
-            ]
+            return self.gunicorn("config.wsgi:application")
         # As in production (config/rsgi.py): bodies are read before a request takes
         # one of the SERVER_THREADS threads of its worker.
         self.env["SERVER_THREADS"] = str(threads)
@@ -268,15 +272,7 @@ class CeilingServer(Server):
     def command(self) -> list[str]:
         workers, threads = self.settings.server_workers, self.settings.server_threads
         if self.settings.server == "gunicorn":
-            return [
-                str(BIN / "gunicorn"),
-                f"--bind=127.0.0.1:{self.port}",
-                f"--workers={workers}",
-                f"--threads={threads}",
-                "--worker-class=gthread",
-                "--keep-alive=30",
-                "bench.ceiling:application",
-            ]
+            return self.gunicorn("bench.ceiling:application")
         return [
             str(BIN / "granian"),
             "--interface=wsgi",

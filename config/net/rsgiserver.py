@@ -25,7 +25,7 @@ import queue
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import IO, Any
 
 from django.conf import settings
@@ -142,16 +142,8 @@ async def read_body(proto: Any, *, declared: int | None, limit: int, pause: floa
     # SIM115: the caller closes it, so no with block.
     body = tempfile.SpooledTemporaryFile(max_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)  # noqa: SIM115
     size = 0
-    chunks = proto.__aiter__()
     try:
-        while True:
-            try:
-                async with asyncio.timeout(pause):
-                    chunk = await chunks.__anext__()
-            except StopAsyncIteration:
-                break
-            except TimeoutError:
-                raise BodyTimeout from None
+        async for chunk in _chunks(proto, pause):
             size += len(chunk)
             if size > limit:
                 raise BodyTooLarge
@@ -165,22 +157,26 @@ async def read_body(proto: Any, *, declared: int | None, limit: int, pause: floa
     return body
 
 
-async def _read_small(proto: Any, declared: int, pause: float) -> bytes:
-    """A body of a declared size that fits in memory, as read_body reads any body (the
-    same pause, the same errors), kept in a list of chunks: most arrive in one."""
-    chunks: list[bytes] = []
-    size = 0
+async def _chunks(proto: Any, pause: float) -> AsyncIterator[bytes]:
+    """The body's chunks as they arrive; BodyTimeout when the client sends nothing for
+    `pause` seconds."""
     stream = proto.__aiter__()
     while True:
         try:
             async with asyncio.timeout(pause):
                 chunk = await stream.__anext__()
         except StopAsyncIteration:
-            break
+            return
         except TimeoutError:
             raise BodyTimeout from None
-        chunks.append(chunk)
-        size += len(chunk)
+        yield chunk
+
+
+async def _read_small(proto: Any, declared: int, pause: float) -> bytes:
+    """A body of a declared size that fits in memory, as read_body reads any body (the
+    same pause, the same errors), kept in a list of chunks: most arrive in one."""
+    chunks = [chunk async for chunk in _chunks(proto, pause)]
+    size = sum(len(chunk) for chunk in chunks)
     if size < declared:
         raise BodyIncomplete
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
