@@ -31,6 +31,7 @@ from django.core import signals
 from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls.resolvers import RoutePattern
 
 from config.api.envelope import error_body
 from config.api.parsers import body_limit, json_body
@@ -146,7 +147,9 @@ def lean_routes() -> dict[tuple[str, str], Route]:
 
     def walk(patterns: Iterable[Any], prefix: str, namespace: str) -> None:
         for pattern in patterns:
-            route = str(getattr(pattern.pattern, "_route", ""))
+            # A `path()` pattern reads as its route; a regular expression (`re_path`) is
+            # left to Django.
+            route = str(pattern.pattern) if isinstance(pattern.pattern, RoutePattern) else ""
             if isinstance(pattern, URLResolver):
                 inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
                 if route or not str(pattern.pattern):
