@@ -236,8 +236,8 @@ def _settle(
         return  # the client went away while its request ran
     if error is not None:
         future.set_exception(error)
-    else:
-        future.set_result(answer)  # type: ignore[arg-type]
+    elif answer is not None:
+        future.set_result(answer)
 
 
 class Server:

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections, router
 
 from config.db.bulk import statement_run
@@ -188,5 +189,6 @@ def _insert_plan(rows: str) -> tuple[str, dict[str, Any]]:
         bind=bind,
     )
     expected = {_PARAM.format(name) for name in ("project_id", *_AT_NOW)}
-    assert expected <= set(params), "the event row's shared columns changed"
+    if not expected <= set(params):
+        raise ImproperlyConfigured("The event row no longer has the project and time columns.")
     return sql, params

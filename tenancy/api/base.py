@@ -87,7 +87,10 @@ class ProjectView(APIView):
         rate limit headers (finalize_response) and `Allow`. The lean path only brings
         requests whose `Accept` and `Content-Type` need no negotiation."""
         view = cls()
-        # As Django's View.as_view: the request, and HEAD served by GET.
+        # As Django's View.as_view: the request, and HEAD served by GET. The checks and
+        # handlers below are typed for DRF's Request; a LeanRequest carries what they read
+        # (`method`, `META`, `data`, `query_params`, `auth`, `_request`), which
+        # tests/config/test_lean.py shows case by case, so each call says arg-type.
         view.setup(request)  # type: ignore[arg-type]
         view.format_kwarg = None
         view.headers = dict(view.default_response_headers)
