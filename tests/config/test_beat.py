@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import redis
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
+from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -133,11 +133,13 @@ def sent(broker: redis.Redis) -> int:
     return int(broker.llen(PROBE_QUEUE))
 
 
-def due_again(scheduler: LeasedScheduler) -> None:
-    """The probe due again, in the database and in the scheduler's memory."""
-    long_ago = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
-    PeriodicTask.objects.filter(name=PROBE).update(last_run_at=long_ago)
-    scheduler.schedule[PROBE].last_run_at = long_ago
+def due_again() -> None:
+    """The probe due again, as an edit in the admin makes it: every scheduler reads the
+    schedule again at its next tick."""
+    PeriodicTask.objects.filter(name=PROBE).update(
+        last_run_at=dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    )
+    PeriodicTasks.update_changed()
 
 
 def ticks(scheduler: LeasedScheduler) -> float:
@@ -219,7 +221,7 @@ def test_a_scheduler_whose_lease_was_taken_sends_nothing_and_stands_by(
     active = scheduler(schedulers)
     ticks(active)
     broker.set(LEASE_KEY, "another", px=3000)  # as if its lease ran out and was taken
-    due_again(active)
+    due_again()
 
     ticks(active)
 
@@ -280,7 +282,7 @@ def test_a_scheduler_that_cannot_reach_redis_sends_nothing_and_stands_by(
     caplog.set_level(logging.INFO, logger="config.beat")
     active = scheduler(schedulers)
     ticks(active)
-    due_again(active)
+    due_again()
     # Its Redis goes away: a port nothing listens on.
     unreachable = redis.Redis(
         port=free_port(), socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0)
