@@ -2,7 +2,7 @@
 lease and a probe task every second to a queue nothing consumes: each message in the
 broker says which process published it (`origin`) and when (`expires`, a fixed time after
 the send). Only one publishes; once it is killed (-9) the other takes over within the
-lease and a tick, and no probe is ever sent twice."""
+lease and a tick, no probe is ever sent twice, and a clean stop gives the lease up."""
 
 import datetime as dt
 import itertools
@@ -157,3 +157,9 @@ def test_of_two_beat_processes_one_sends_and_the_other_takes_over_when_it_is_kil
     gaps = [later.sent_at - earlier.sent_at for earlier, later in itertools.pairwise(sent)]
     assert min(gaps) >= 0.5, gaps
     assert len(sent) <= sent[-1].sent_at - sent[0].sent_at + 1.5, gaps
+
+    # A clean stop gives the lease up for the next beat to take at once.
+    survivor.stop()
+    assert survivor.popen.returncode == 0
+    assert broker.get(LEASE_KEY) is None
+    assert survivor.logged("beat: stopped, beat lease released")
