@@ -133,6 +133,7 @@ class LeasedScheduler(DatabaseScheduler):  # type: ignore[misc]  # Celery ships 
         # held the lease; until it is, its `last_run_at`s may be older than the
         # database's and are neither used nor written.
         self.read_while_active = False
+        self.entries: dict[str, Any] = {}
         self.lease = Lease(broker_redis_client(), LEASE_KEY, float(settings.BEAT_LEASE_SECONDS))
         super().__init__(*args, sync_every_tasks=1, **kwargs)
         self.max_interval = min(float(self.max_interval), self.lease.seconds / 3)
@@ -173,7 +174,7 @@ class LeasedScheduler(DatabaseScheduler):  # type: ignore[misc]  # Celery ships 
         try:
             wait = self.lease.acquire()
         except redis.RedisError as error:
-            self._stand_by(f"could not reach Redis for the beat lease ({error})")
+            self._stand_by(f"could not reach Redis for the beat lease ({error})", trouble=True)
             return float(self.max_interval)
         if wait:
             self._stand_by("another process holds the beat lease")
@@ -187,7 +188,8 @@ class LeasedScheduler(DatabaseScheduler):  # type: ignore[misc]  # Celery ships 
         )
         return 0.0
 
-    def _stand_by(self, reason: str) -> None:
+    def _stand_by(self, reason: str, *, trouble: bool = False) -> None:
+        """Logged once per change: a lost lease or an unreachable Redis as a warning."""
         if self.role == Role.STANDBY:
             return
         lost = self.active
@@ -195,6 +197,8 @@ class LeasedScheduler(DatabaseScheduler):  # type: ignore[misc]  # Celery ships 
         self.read_while_active = False
         if lost:
             logger.warning("beat: standing by, sending nothing: %s", reason)
+        elif trouble:
+            logger.warning("beat: standing by: %s", reason)
         else:
             logger.info("beat: standing by: %s", reason)
 
@@ -208,7 +212,18 @@ class LeasedScheduler(DatabaseScheduler):  # type: ignore[misc]  # Celery ships 
     def all_as_schedule(self) -> dict[str, Any]:
         schedule: dict[str, Any] = super().all_as_schedule()
         self.read_while_active = self.active
+        self.entries = schedule  # the dict the base class keeps as its schedule
         return schedule
+
+    def reserve(self, entry: Any) -> Any:
+        # django-celery-beat leaves the entry it read in its schedule, with the run before
+        # this one: a heap rebuilt from that schedule without reading the database (after
+        # two changes close together, such as another beat writing the entries as it
+        # starts) would send the task again at once. The schedule keeps the new run.
+        new_entry = super().reserve(entry)
+        if new_entry.name in self.entries:
+            self.entries[new_entry.name] = new_entry
+        return new_entry
 
     def sync(self) -> None:
         if self.active and self.read_while_active:

@@ -301,3 +301,40 @@ def test_a_scheduler_that_cannot_reach_redis_sends_nothing_and_stands_by(
         for record in caplog.records
     )
     assert json.loads(broker.lindex(PROBE_QUEUE, 0))["headers"]["periodic_task_name"] == PROBE
+
+
+@pytestmark_db
+def test_a_starting_scheduler_that_cannot_reach_redis_stands_by_with_a_warning(
+    schedulers, probe, broker, caplog
+):
+    starting = scheduler(schedulers)
+    starting.lease = Lease(
+        redis.Redis(port=free_port(), socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0)),
+        LEASE_KEY,
+        starting.lease.seconds,
+    )
+
+    wait = starting.tick()
+
+    assert starting.role == Role.STANDBY
+    assert 0 < wait <= 1.0
+    assert sent(broker) == 0
+    [record] = [r for r in caplog.records if r.name == "config.beat"]
+    assert record.levelno == logging.WARNING
+    assert "could not reach Redis for the beat lease" in record.getMessage()
+
+
+@pytestmark_db
+def test_a_schedule_read_again_between_two_ticks_does_not_send_a_task_twice(
+    schedulers, probe, broker
+):
+    active = scheduler(schedulers)
+    ticks(active)
+    assert sent(broker) == 1
+
+    # Another beat starting writes the schedule (its entries' definitions) while this one
+    # sends; the heap is then rebuilt from the entries the scheduler holds.
+    active.populate_heap()
+    ticks(active)
+
+    assert sent(broker) == 1
