@@ -49,11 +49,11 @@ def database() -> Iterator[str]:
     """A fresh, empty database's URL, dropped afterwards."""
     conninfo = server_conninfo()
     name = f"deploy_{secrets.token_hex(6)}"
-    with psycopg.connect(dbname="postgres", autocommit=True, **conninfo) as conn:  # type: ignore[arg-type]
+    with psycopg.connect(dbname="postgres", autocommit=True, **conninfo) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     parts = urlsplit(os.environ["DATABASE_URL"])
     yield parts._replace(path=f"/{name}").geturl()
-    with psycopg.connect(dbname="postgres", autocommit=True, **conninfo) as conn:  # type: ignore[arg-type]
+    with psycopg.connect(dbname="postgres", autocommit=True, **conninfo) as conn:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
