@@ -35,6 +35,22 @@ DEPLOY_ONLY = {
     "AddIndexConcurrently",
     "SeparateDatabaseAndState",
     "max_connections",
+    # PostgreSQL's, psycopg's and PgBouncer's own names, in the PgBouncer section.
+    "_pg3_0",
+    "prepare_threshold",
+    "LISTEN",
+    "NOTIFY",
+    "synchronous_commit",
+    "max_client_conn",
+    "default_pool_size",
+    "reserve_pool_size",
+    "cl_waiting",
+    "server_reset_query",
+    "server_reset_query_always",
+    "ignore_startup_parameters",
+    "extra_float_digits",
+    "query_timeout",
+    "idle_transaction_timeout",
 }
 # Read by the beat lease, which another change adds; drop it from here once merged.
 PENDING = {"BEAT_LEASE_SECONDS"}
