@@ -1,8 +1,8 @@
 # Developer entry points. `make run` serves the API with a worker and beat, on PostgreSQL 18
 # and Valkey embedded from the virtualenv's wheels (data under .run/); `make test` runs the
 # suite against PostgreSQL and Redis on 127.0.0.1, or the same embedded servers where they
-# do not answer, with Debian's chromium for the staff console's browser tests (installed
-# if needed).
+# do not answer, with Debian's chromium for the staff console's browser tests and Debian's
+# pgbouncer for the tests through PgBouncer (installed if needed).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -79,9 +79,9 @@ bounded_pytest = status=0; $(1) SCREENSHOT_DIR='$(SCREENSHOT_DIR)' scripts/ensur
 
 test: install
 	@rm -rf '$(SCREENSHOT_DIR)'
-	@$(call bounded_pytest,$(TEST_ENV) ENSURE_BROWSER=1,-n $(TEST_WORKERS) tests/ --ignore=tests/e2e)
+	@$(call bounded_pytest,$(TEST_ENV) ENSURE_BROWSER=1 ENSURE_PGBOUNCER=1,-n $(TEST_WORKERS) tests/ --ignore=tests/e2e)
 	@echo "Running the end-to-end suite (tests/e2e: make run's stack and the production topology)"
-	@$(call bounded_pytest,$(TEST_ENV),tests/e2e,$(E2E_TIMEOUT))
+	@$(call bounded_pytest,$(TEST_ENV) ENSURE_PGBOUNCER=1,tests/e2e,$(E2E_TIMEOUT))
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,7 +1,6 @@
 """The Celery app, its queues and the beat schedule: every periodic task is listed here."""
 
 import gc
-import os
 from contextvars import Token
 from typing import Any
 
@@ -17,8 +16,6 @@ from django.conf import settings
 from kombu.entity import Queue
 
 from config.observability.requestcontext import current_request_id, request_id_reset, request_id_set
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("sendrealm")
 app.config_from_object("django.conf:settings", namespace="CELERY")

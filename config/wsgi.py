@@ -4,7 +4,6 @@ server (gunicorn, granian --interface wsgi) needs a proxy in front that buffers 
 
 import gc
 import logging
-import os
 
 from django.core.cache import cache
 from django.core.validators import validate_email
@@ -13,8 +12,6 @@ from django.urls import get_resolver
 from django.utils.module_loading import import_string
 
 from config.workqueue import wake
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
 django_application = get_wsgi_application()
 # The API's busiest endpoints on the lean path (config/api/lean.py), everything else

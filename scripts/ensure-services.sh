@@ -9,7 +9,8 @@
 # answer: tests never skip silently for want of a service. Without COMMAND it only checks.
 # With ENSURE_BROWSER=1 (make test) it also installs Debian's chromium and chromium-driver
 # for the staff console's browser tests; where it cannot, it says what to install and those
-# tests skip saying so.
+# tests skip saying so. With ENSURE_PGBOUNCER=1 (make test) it installs Debian's pgbouncer
+# the same way, for the tests that run the service through it (tests/pgbouncer.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -102,12 +103,32 @@ ensure_browser() {
     echo "    sudo apt-get install -y chromium chromium-driver" >&2
 }
 
+ensure_pgbouncer() {
+    local pgbouncer="${PGBOUNCER_BINARY:-/usr/sbin/pgbouncer}"
+    if [ -x "$pgbouncer" ] || command -v pgbouncer >/dev/null 2>&1; then
+        say "pgbouncer is installed"
+        return 0
+    fi
+    if can_apt; then
+        say "installing pgbouncer for the tests through PgBouncer"
+        apt-get update -qq
+        if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer; then
+            return 0
+        fi
+    fi
+    say "the tests through PgBouncer will skip: install Debian's pgbouncer"
+    echo "    sudo apt-get install -y pgbouncer" >&2
+}
+
 if [ ! -x "$PY" ]; then
     echo "ensure-services: $PY is missing; run make install first" >&2
     exit 1
 fi
 if [ "${ENSURE_BROWSER:-0}" = 1 ]; then
     ensure_browser
+fi
+if [ "${ENSURE_PGBOUNCER:-0}" = 1 ]; then
+    ensure_pgbouncer
 fi
 embedded=()
 if usable pg "$DB_URL"; then

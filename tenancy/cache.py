@@ -8,15 +8,18 @@ There is no shared level in front of the database: a value kept in a shared cach
 written back stale by a reader that loaded it just before a change committed, after the
 change cleared it, and would then outlive that bound by the shared entry's lifetime."""
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import redis
 from django.core.cache import cache
 
 from tenancy import conf
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 _local: dict[str, tuple[float, Any]] = {}
 # Entries are only replaced when read again, so a process that sees many keys or projects
@@ -69,10 +72,17 @@ def is_cached(name: str) -> bool:
 
 
 def once_per(name: str, seconds: int) -> bool:
-    """True at most once per `seconds` across all processes; most calls answer from memory."""
+    """True at most once per `seconds` across all processes; most calls answer from memory.
+    While the shared cache cannot be reached it answers for this process alone (True at
+    most once per `seconds` here): what it guards is bookkeeping, never worth a failed
+    request."""
     now = time.monotonic()
     hit = _local.get(name)
     if hit is not None and hit[0] > now:
         return False
     _store(name, now + seconds, True)
-    return bool(cache.add(name, 1, seconds))
+    try:
+        return bool(cache.add(name, 1, seconds))
+    except redis.RedisError:
+        logger.warning("The shared cache cannot be reached; %s is decided in this process", name)
+        return True

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from django.db import connection, models
 
-from config.db.cursor import binary_cursor
+from config.db.cursor import binary_cursor, server_sessions
 
 M = TypeVar("M", bound=models.Model)
 # A statement's parameters: in order, or by name.
@@ -31,7 +31,11 @@ def _execute(
     transaction, that binds on the server; as Django's own cursors do, through the
     connection's execute wrappers, into its query log when that is on (statement
     counts in tests see it), and raising Django's errors (`IntegrityError`). With
-    `binary`, results come in binary too (see `rows_fetch`); `prepare` as psycopg's."""
+    `binary`, results come in binary too (see `rows_fetch`); `prepare` as psycopg's, and
+    never behind a pooler in transaction mode (the statement would be prepared on one
+    server connection and run on another)."""
+    if prepare and not server_sessions():
+        prepare = None
     with connection.wrap_database_errors, binary_cursor() as cursor:
 
         def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
@@ -58,7 +62,8 @@ def statement_run(
     client-side binding; returns its rows (`RETURNING`), if any. As `rows_insert`, in
     Django's transaction, query log and error types. With `prepare`, the statement is
     prepared on the server at its first run on the connection and reused after (Django
-    leaves preparing off by default, for connection poolers this service does not use)."""
+    leaves preparing off by default, for connection poolers in transaction mode; so does
+    DATABASE_POOLER=transaction)."""
     return _execute(sql, params, prepare=prepare)
 
 

@@ -3,6 +3,7 @@
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import connection
 
 
@@ -13,3 +14,11 @@ def binary_cursor() -> psycopg.Cursor[Any]:
     thousands of JSON texts (bulk reads and writes of contacts, import rows)."""
     connection.ensure_connection()
     return psycopg.Cursor(connection.connection)
+
+
+def server_sessions() -> bool:
+    """Whether a database connection stays one server session from one transaction to the
+    next, so what a transaction leaves on it (a prepared statement, a session setting) is
+    there for the next. Not behind a pooler in transaction mode (DATABASE_POOLER), which
+    may run each transaction on another server connection."""
+    return bool(settings.DATABASE_POOLER != "transaction")

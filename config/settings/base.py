@@ -6,6 +6,7 @@ from typing import Any
 import environ
 
 from config.runtime.secrets import key_derived_from
+from config.settings import connections
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -101,6 +102,10 @@ TEMPLATES = [
 # process. Each environment's settings read them (config/settings/connections.py checks
 # them), with the defaults that environment has: `make run`'s servers (local), 127.0.0.1
 # (test), none (production).
+# What sits between the service and PostgreSQL: `none`, or `transaction` behind a pooler in
+# transaction mode (PgBouncer), where no server connection keeps anything of ours from one
+# transaction to the next (connections.database turns off what would rely on it).
+DATABASE_POOLER = connections.pooler(env)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

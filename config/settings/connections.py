@@ -14,6 +14,10 @@ POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql")
 REDIS_SCHEMES = ("redis", "rediss")
 # psycopg prepares a statement after this many runs on a connection, or at once when asked.
 PREPARE_ONLY_WHEN_ASKED = 2**62
+# What sits between the service and PostgreSQL (DATABASE_POOLER): nothing, or a pooler in
+# transaction mode (PgBouncer's `pool_mode = transaction`), which may run each transaction
+# on another server connection.
+POOLERS = ("none", "transaction")
 EXAMPLES = {
     "DATABASE_URL": "postgres://user:password@127.0.0.1:5432/sendrealm",
     "CACHE_URL": "redis://127.0.0.1:6379/0",
@@ -56,6 +60,15 @@ def _scheme(url: str) -> str:
     return urlsplit(url).scheme.lower()
 
 
+def pooler(env: environ.Env) -> str:
+    """DATABASE_POOLER: `none` (PostgreSQL itself, or a pooler in session mode) or
+    `transaction`; the settings stop on anything else."""
+    value = env.str("DATABASE_POOLER", default="none").strip().lower() or "none"
+    if value not in POOLERS:
+        stop(f"DATABASE_POOLER must be {' or '.join(POOLERS)}, not {value!r}")
+    return value
+
+
 def database(env: environ.Env, url: str, *, conn_max_age: int | None = None) -> dict[str, Any]:
     """Django's DATABASES entry for a PostgreSQL URL."""
     if _scheme(url) not in POSTGRES_SCHEMES:
@@ -74,6 +87,14 @@ def database(env: environ.Env, url: str, *, conn_max_age: int | None = None) -> 
     # `config.db.bulk.statement_run`), never after some number of runs: Django's default
     # (None) turns psycopg's preparing off altogether, the explicit asks included.
     config.setdefault("OPTIONS", {}).setdefault("prepare_threshold", PREPARE_ONLY_WHEN_ASKED)
+    if pooler(env) == "transaction":
+        # Nothing may outlive a transaction on a server connection: the next transaction
+        # may run on another one. A statement prepared on one is unknown to the others (and
+        # its name taken on it by whichever client prepared first), so nothing is prepared,
+        # the explicit asks included (None); and Django's `.iterator()` reads in chunks
+        # from a cursor held open past its transaction, so it reads everything at once.
+        config["OPTIONS"]["prepare_threshold"] = None
+        config["DISABLE_SERVER_SIDE_CURSORS"] = True
     return config
 
 

@@ -11,8 +11,6 @@ django-anymail, and with neither the local capture keeps the messages (README)."
 import functools
 import logging
 import smtplib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from email.utils import parseaddr
 from typing import Any
@@ -160,23 +158,6 @@ class _Sender:
         self.opened = False
 
 
-@contextmanager
-def _unflushed_commits() -> Iterator[None]:
-    """Lets the per-message `sent` marks commit without waiting for the WAL flush.
-
-    A worker that dies still leaves every mark it made (PostgreSQL has it); only a crash
-    of PostgreSQL itself can lose the last fraction of a second of marks, and those
-    emails are then sent again. Waiting for the flush instead would cap each worker at
-    one message per disk sync."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET synchronous_commit TO off")
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("RESET synchronous_commit")
-
-
 @functools.cache
 def _mark_sent_sql() -> str:
     meta, quote = Email._meta, connection.ops.quote_name
@@ -186,6 +167,13 @@ def _mark_sent_sql() -> str:
         # S608: names from the model.
         f"UPDATE {quote(meta.db_table)} SET {status} = %s, {sent_at} = %s, "  # noqa: S608
         f"{columns['provider_message_id']} = %s, {last_error} = NULL "
+        # The mark commits without waiting for the WAL flush (`synchronous_commit` off for
+        # its own transaction only, so nothing is left on the server connection): a worker
+        # that dies still leaves every mark it made (PostgreSQL has it); only a crash of
+        # PostgreSQL itself can lose the last fraction of a second of marks, and those
+        # emails are then sent again. Waiting for the flush instead would cap each worker
+        # at one message per disk sync.
+        "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS commit_without_flush "
         f"WHERE {columns['id']} = %s AND {status} = %s"
     )
 
@@ -311,22 +299,21 @@ def emails_deliver_batch() -> int:
     failed: dict[Any, WorkError] = {}
     sender = _Sender()
     try:
-        with _unflushed_commits():
-            for item in items:
-                if item.email.sent_at is not None:
-                    # A worker that stopped after the server took it: only the record is left.
-                    accepted.append(item)
-                    continue
-                if item.attempts > max_attempts:
-                    # Workers kept dying on this one: the kit dead-letters it unsent.
-                    failed[item.pk] = WorkError("Workers kept stopping.", code="worker_lost")
-                    continue
-                result = sender.unreachable or sender.send(item.email)
-                if isinstance(result, WorkError):
-                    failed[item.pk] = result
-                else:
-                    _mark_sent(item.email, result)
-                    accepted.append(item)
+        for item in items:
+            if item.email.sent_at is not None:
+                # A worker that stopped after the server took it: only the record is left.
+                accepted.append(item)
+                continue
+            if item.attempts > max_attempts:
+                # Workers kept dying on this one: the kit dead-letters it unsent.
+                failed[item.pk] = WorkError("Workers kept stopping.", code="worker_lost")
+                continue
+            result = sender.unreachable or sender.send(item.email)
+            if isinstance(result, WorkError):
+                failed[item.pk] = result
+            else:
+                _mark_sent(item.email, result)
+                accepted.append(item)
     finally:
         sender.close()
     if accepted:

@@ -105,3 +105,12 @@ def test_a_statement_asked_to_be_prepared_is_and_others_are_not():
         assert statement_run(asked, {"n": n}, prepare=True) == [(n + 1,)]
         assert statement_run("SELECT %b::int + 2 AS not_asked", [n]) == [(n + 2,)]
     assert [text for text in prepared() if "asked" in text] == ["SELECT $1::int + 1 AS asked"]
+
+
+def test_behind_a_transaction_pooler_a_statement_asked_to_be_prepared_is_not(settings):
+    settings.DATABASE_POOLER = "transaction"
+    asked = "SELECT %(n)s::int + 3 AS asked_behind_a_pooler"
+    for n in range(3):
+        assert statement_run(asked, {"n": n}, prepare=True) == [(n + 3,)]
+    sql = "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %b"
+    assert statement_run(sql, ["%asked_behind_a_pooler%"]) == [(0,)]

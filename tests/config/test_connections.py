@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from config.settings.connections import PREPARE_ONLY_WHEN_ASKED
 from tests.processes import ROOT
 
 PRODUCTION = {
@@ -82,6 +83,10 @@ def check(env: dict[str, str], run_dir: Path) -> subprocess.CompletedProcess[str
             "error: DATABASE_URL must be a PostgreSQL URL "
             "(postgres://user:password@127.0.0.1:5432/sendrealm), not mysql://",
         ),
+        (
+            {**PRODUCTION, "DATABASE_POOLER": "statement"},
+            "error: DATABASE_POOLER must be none or transaction, not 'statement'",
+        ),
     ],
     ids=[
         "local-nothing",
@@ -92,6 +97,7 @@ def check(env: dict[str, str], run_dir: Path) -> subprocess.CompletedProcess[str
         "production-locmem",
         "production-filesystem-broker",
         "test-mysql",
+        "production-statement-pooler",
     ],
 )
 def test_a_start_without_postgresql_and_redis_stops_with_one_line(env, line, tmp_path):
@@ -136,3 +142,33 @@ def test_the_local_settings_use_the_urls_make_run_writes_while_it_runs(tmp_path)
     assert result.stdout.split() == ["5999", urls["CACHE_URL"], urls["CELERY_BROKER_URL"]]
     # The environment still wins over the file.
     assert check({**LOCAL, **urls, "DATABASE_URL": "sqlite:///x"}, tmp_path).returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("pooler", "seen"),
+    [
+        ({}, [str(PREPARE_ONLY_WHEN_ASKED), "False"]),
+        ({"DATABASE_POOLER": "transaction"}, ["None", "True"]),
+    ],
+    ids=["unset", "transaction"],
+)
+def test_behind_a_transaction_pooler_nothing_is_prepared_and_no_cursor_outlives_its_statement(
+    pooler, seen, tmp_path
+):
+    show = (
+        "from django.conf import settings as s; d = s.DATABASES['default']; "
+        "print(d['OPTIONS']['prepare_threshold'], d.get('DISABLE_SERVER_SIDE_CURSORS', False))"
+    )
+
+    result = subprocess.run(
+        [sys.executable, "-c", show],
+        cwd=ROOT,
+        env={"PATH": os.environ.get("PATH", ""), "RUN_DIR": str(tmp_path), **PRODUCTION, **pooler},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == seen

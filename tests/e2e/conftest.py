@@ -1,10 +1,13 @@
 """The end-to-end suite's fixtures: the loopback SMTP server and push stand-ins the product
-reaches, and the two topologies (`make run`'s and production's), each started once per
-session as separate OS processes, both at once, and stopped at the end. The tests talk to
-them over HTTP, SMTP and the stand-ins only.
+reaches, and the topologies (`make run`'s, production's, and production's through
+PgBouncer), each the selected tests use started once per session as separate OS
+processes, all at once, and stopped at the end. The tests talk to them over HTTP, SMTP
+and the stand-ins only.
 
-Every test runs on each topology (`topology` is parametrized); a test that applies to one
-only says so with `@pytest.mark.parametrize("topology", [...], indirect=True)`."""
+Every test runs on each topology of DEFAULT_TOPOLOGIES (`topology` is parametrized); a
+test that applies to others says so with `@pytest.mark.parametrize("topology", [...],
+indirect=True)`, as the ones through PgBouncer do (`production_pgbouncer`, which skips
+where Debian's pgbouncer is not installed)."""
 
 import threading
 from collections.abc import Iterator
@@ -15,18 +18,25 @@ from bench import keys
 from bench.standins import ApnsStandin, FcmStandin, WebPushStandin
 from tests.e2e.client import Api
 from tests.e2e.flows import publish_flows
-from tests.e2e.stack import MakeRunStack, ProductionStack, Stack, report
+from tests.e2e.stack import MakeRunStack, PgBouncerStack, ProductionStack, Stack, report
 from tests.messaging.smtp_server import SmtpServer
 from tests.pushproviders.sending import APNS_BUNDLE_ID, APNS_KEY_ID, APNS_TEAM_ID
 
-TOPOLOGIES = {"make_run": MakeRunStack, "production": ProductionStack}
+TOPOLOGIES: dict[str, type[Stack]] = {
+    "make_run": MakeRunStack,
+    "production": ProductionStack,
+    "production_pgbouncer": PgBouncerStack,
+}
+# Where a test runs unless it names its topologies: production through PgBouncer only
+# for the tests that name it.
+DEFAULT_TOPOLOGIES = ["make_run", "production"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "topology" in metafunc.fixturenames and not any(
         "topology" in marker.args[0] for marker in metafunc.definition.iter_markers("parametrize")
     ):
-        metafunc.parametrize("topology", list(TOPOLOGIES), indirect=True, scope="session")
+        metafunc.parametrize("topology", DEFAULT_TOPOLOGIES, indirect=True, scope="session")
 
 
 @pytest.fixture(autouse=True)
@@ -69,7 +79,7 @@ def _topologies_wanted(session: pytest.Session) -> list[str]:
     for item in session.items:
         callspec = getattr(item, "callspec", None)
         name = callspec.params.get("topology") if callspec is not None else None
-        if name is not None and name not in wanted:
+        if name is not None and name not in wanted and TOPOLOGIES[name].unavailable() is None:
             wanted.append(name)
     return wanted
 
@@ -115,6 +125,9 @@ def stacks(
 
 @pytest.fixture(scope="session")
 def topology(request: pytest.FixtureRequest, stacks: dict[str, Stack]) -> Stack:
+    unavailable = TOPOLOGIES[request.param].unavailable()
+    if unavailable is not None:
+        pytest.skip(unavailable)
     stack = stacks[request.param].ready()
     if "flows" not in stack.prepared:
         # Before any test sends an event to it.

@@ -1,8 +1,9 @@
 """The product started as separate OS processes, the two ways it runs: as `make run` starts
 it (scripts/run.py with nothing configured, in a temporary RUN_DIR) and as production runs
 it (granian with two workers, two Celery worker processes and beat, with the production
-settings, on PostgreSQL and Redis on 127.0.0.1). Every process writes to a log file of its
-own; `tracebacks()` finds what any of them logged."""
+settings, on PostgreSQL and Redis on 127.0.0.1), the latter also through PgBouncer in
+transaction mode (`PgBouncerStack`). Every process writes to a log file of its own;
+`tracebacks()` finds what any of them logged."""
 
 import base64
 import contextlib
@@ -26,6 +27,9 @@ import psycopg
 import redis
 from psycopg import sql
 
+from tests.pgbouncer import MISSING as PGBOUNCER_MISSING
+from tests.pgbouncer import PgBouncer
+from tests.pgbouncer import installed as pgbouncer_installed
 from tests.processes import ROOT, free_port, run_script
 
 PYTHON = sys.executable
@@ -150,6 +154,11 @@ class Stack:
         self.staff = ("e2e-staff", secrets.token_urlsafe(16))
         self.failure: BaseException | None = None
         self.thread: threading.Thread | None = None
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this topology cannot run on this machine (its tests skip saying so), if so."""
+        return None
 
     # --- start and stop -------------------------------------------------------------------
 
@@ -382,11 +391,18 @@ class ProductionStack(Stack):
                 )
             )
 
+    def _database_env(self, url: str) -> dict[str, str]:
+        """What the processes are told of the database at `url`."""
+        return {"DATABASE_URL": url}
+
     def start(self) -> None:
         cache_url, broker_url = self._redis_urls()
         self._create_database()
         pg = self.pg
         password = f":{pg['password']}" if pg["password"] else ""
+        database_url = (
+            f"postgres://{pg['user']}{password}@{pg['host']}:{pg['port']}/{self.database}"
+        )
         env = {name: value for name, value in os.environ.items() if name not in TEST_ONLY}
         self.env = {
             **env,
@@ -395,9 +411,7 @@ class ProductionStack(Stack):
             "DJANGO_SECRET_KEY": secrets.token_urlsafe(48),
             "SECRETS_ENCRYPTION_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "DATABASE_URL": (
-                f"postgres://{pg['user']}{password}@{pg['host']}:{pg['port']}/{self.database}"
-            ),
+            **self._database_env(database_url),
             "CACHE_URL": cache_url,
             "CELERY_BROKER_URL": broker_url,
             "PYTHONUNBUFFERED": "1",
@@ -436,3 +450,34 @@ class ProductionStack(Stack):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.redis.wait(timeout=10)
         self._drop_database()
+
+
+class PgBouncerStack(ProductionStack):
+    """The production topology with Debian's PgBouncer in transaction mode between every
+    process and PostgreSQL (DATABASE_POOLER=transaction), migrations included, and fewer
+    server connections than the processes have clients."""
+
+    name = "production_pgbouncer"
+    POOL_SIZE = 3
+    # granian's two workers and one Celery worker are clients enough; one process less to
+    # start beside the other topologies.
+    WORKERS = 1
+
+    def __init__(self, workdir: Path, outside: dict[str, str]) -> None:
+        super().__init__(workdir, outside)
+        self.bouncer: PgBouncer | None = None
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        return None if pgbouncer_installed() else PGBOUNCER_MISSING
+
+    def _database_env(self, url: str) -> dict[str, str]:
+        # Its log (pgbouncer.log) beside the processes' own.
+        self.bouncer = PgBouncer(url, self.logdir, pool_size=self.POOL_SIZE)
+        return {"DATABASE_URL": self.bouncer.start(), "DATABASE_POOLER": "transaction"}
+
+    def _drop_database(self) -> None:
+        # PgBouncer first: it would otherwise see its server connections dropped under it.
+        if self.bouncer is not None:
+            self.bouncer.stop()
+        super()._drop_database()

@@ -69,6 +69,10 @@ def workers_that_handled_events(topology: Stack, since: LogMark) -> set[str]:
     return until(claimed, "a worker logging that it claimed the events", seconds=5)
 
 
+# Also through PgBouncer in transaction mode (tests/e2e/test_pgbouncer.py).
+@pytest.mark.parametrize(
+    "topology", ["make_run", "production", "production_pgbouncer"], indirect=True
+)
 def test_an_event_sent_at_once_after_a_publish_starts_a_run_and_its_email_arrives(
     topology, api, smtp
 ):

@@ -13,6 +13,7 @@ from tenancy.cache import is_cached
 from tenancy.models import ApiKey, KeyKind, Membership, Role, Scope
 from tenancy.selectors import key_cache_name
 from tenancy.services import api_key_create, api_key_revoke
+from tests.processes import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -250,3 +251,24 @@ def test_use_is_written_at_most_once_a_minute_per_key(api, world, clock, django_
         assert api.get("/project", key=secret).status_code == 200
 
     assert ApiKey.objects.get(secret_hash=hash_secret(secret)).last_used_at == first
+
+
+def test_use_is_recorded_and_the_request_served_while_the_shared_cache_is_down(
+    api, world, settings
+):
+    key, secret = api_key_create(
+        team=world.team, kind=KeyKind.PROJECT, name="cache down", project=world.project
+    )
+    # A port nothing listens on: every call to the shared cache fails to connect.
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
+        }
+    }
+
+    response = api.get("/project", key=secret)
+
+    assert response.status_code == 200
+    key.refresh_from_db()
+    assert key.last_used_at is not None
