@@ -204,8 +204,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 CELERY_TIMEZONE = "UTC"
 # Any number of beat processes may run (one per host): one holds the lease in the broker's
 # Redis and schedules, the others stand by (config/beat.py). A standby takes over within
-# BEAT_LEASE_SECONDS (plus a tick, at most a third of it) of the active one's death, at
-# once after a clean stop.
+# BEAT_LEASE_SECONDS (plus a tick, at most a third of it) of the active one's death, and at
+# its next tick after a clean stop.
 CELERY_BEAT_SCHEDULER = "config.beat:LeasedScheduler"
 BEAT_LEASE_SECONDS = env.float("BEAT_LEASE_SECONDS", default=15.0)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
