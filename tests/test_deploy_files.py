@@ -52,8 +52,6 @@ DEPLOY_ONLY = {
     "query_timeout",
     "idle_transaction_timeout",
 }
-# Read by the beat lease, which another change adds; drop it from here once merged.
-PENDING = {"BEAT_LEASE_SECONDS"}
 # What a production process cannot start without (config/settings/production.py).
 REQUIRED = {
     "DJANGO_SETTINGS_MODULE",
@@ -233,7 +231,7 @@ def test_the_variables_that_must_agree_are_read_and_cover_the_compose_file(page,
     read = read_names(files)
     environment = next(iter(product_services(compose).values()))["environment"]
 
-    unread = [name for name in same if name not in PENDING and not is_read(name, files, read)]
+    unread = [name for name in same if not is_read(name, files, read)]
 
     assert len(same) > 20, same
     assert unread == []
@@ -271,7 +269,7 @@ def test_the_names_and_paths_the_page_writes_exist(page):
         if name not in DEPLOY_ONLY and name not in bench_lines
     ]
 
-    assert set(missing) <= PENDING, missing
+    assert missing == []
 
 
 def help_text(command: str) -> str:

@@ -202,7 +202,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 CELERY_TIMEZONE = "UTC"
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Any number of beat processes may run (one per host): one holds the lease in the broker's
+# Redis and schedules, the others stand by (config/beat.py). A standby takes over within
+# BEAT_LEASE_SECONDS (plus a tick, at most a third of it) of the active one's death, and at
+# its next tick after a clean stop.
+CELERY_BEAT_SCHEDULER = "config.beat:LeasedScheduler"
+BEAT_LEASE_SECONDS = env.float("BEAT_LEASE_SECONDS", default=15.0)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers log through LOGGING below (and its database error filter), not handlers of
 # Celery's own.
@@ -375,6 +380,9 @@ LOGGING: dict[str, Any] = {
         # dropped: its records reach the root handlers instead.
         "django": {"level": "INFO"},
         "django.request": {"level": "ERROR"},
+        # Which beat process schedules (config/beat.py): a line at each change, whatever
+        # the root level, since it says which host sends the periodic tasks.
+        "config.beat": {"level": "INFO"},
         # HTTP clients log request lines with the URL (APNs device tokens, Web Push
         # subscription endpoints) and, in frame traces, the authorization headers: only
         # their warnings are kept.
