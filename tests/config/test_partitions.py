@@ -1,0 +1,148 @@
+"""The partition kit (config/db/partitions.py) on a table of the test's own: partitions
+made ahead, idempotently; listed with their bounds; a row no partition covers kept in the
+default partition and moved into its own when that is made; only partitions wholly before
+the cutoff dropped, with their companions. The retention rules across projects are tested
+on the events table (tests/events/test_partitions.py)."""
+
+import datetime as dt
+import uuid
+
+import pytest
+from django.db import connection
+
+from config.db.partitions import (
+    Partition,
+    partition_name,
+    partitions_drop_expired,
+    partitions_list,
+    partitions_make,
+    period_after,
+    period_start,
+)
+
+pytestmark = pytest.mark.django_db
+
+UTC = dt.UTC
+TABLE = "kit_history"
+
+
+def at(year: int, month: int, day: int = 1) -> dt.datetime:
+    return dt.datetime(year, month, day, tzinfo=UTC)
+
+
+@pytest.fixture
+def history(db):
+    """A partitioned table of the test's own (gone with the test's transaction)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TABLE {TABLE} (id uuid NOT NULL, note text NOT NULL, "
+            "at timestamptz NOT NULL) PARTITION BY RANGE (at)"
+        )
+        cursor.execute(f"CREATE INDEX {TABLE}_at_idx ON {TABLE} (at)")
+    return TABLE
+
+
+def insert(at_moment: dt.datetime, note: str = "") -> uuid.UUID:
+    row = uuid.uuid4()
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {TABLE} VALUES (%s, %s, %s)", [row, note, at_moment])  # noqa: S608
+    return row
+
+
+def home(row: uuid.UUID) -> str | None:
+    """The partition that holds a row (None: the row is gone)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tableoid::regclass::text FROM {TABLE} WHERE id = %s", [row])  # noqa: S608
+        found = cursor.fetchone()
+    return found[0] if found else None
+
+
+def test_periods_start_on_the_first_of_the_month_a_monday_or_midnight():
+    moment = dt.datetime(2026, 12, 17, 15, 30, tzinfo=UTC)
+    assert period_start(moment, "month") == at(2026, 12)
+    assert period_after(at(2026, 12), "month") == at(2027, 1)
+    assert period_start(moment, "week") == at(2026, 12, 14)
+    assert period_after(at(2026, 12, 14), "week") == at(2026, 12, 21)
+    assert period_start(moment, "day") == at(2026, 12, 17)
+
+
+def test_partitions_are_made_ahead_once_and_listed_with_their_bounds(history):
+    made = partitions_make(history, "at", now=at(2026, 11, 20), ahead=2, interval="month")
+
+    assert made == [
+        f"{TABLE}_default",
+        f"{TABLE}_p20261101",
+        f"{TABLE}_p20261201",
+        f"{TABLE}_p20270101",
+    ]
+    assert partitions_make(history, "at", now=at(2026, 11, 25), ahead=2, interval="month") == []
+    assert partitions_list(history) == [
+        Partition(f"{TABLE}_p20261101", at(2026, 11), at(2026, 12)),
+        Partition(f"{TABLE}_p20261201", at(2026, 12), at(2027, 1)),
+        Partition(f"{TABLE}_p20270101", at(2027, 1), at(2027, 2)),
+        Partition(f"{TABLE}_default", None, None, default=True),
+    ]
+    # A month later, one more ahead; every partition has the parent's index.
+    assert partitions_make(history, "at", now=at(2026, 12, 2), ahead=2, interval="month") == [
+        partition_name(TABLE, at(2027, 2))
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_inherits WHERE inhparent = %s::regclass",
+            [f"{TABLE}_at_idx"],
+        )
+        assert cursor.fetchone()[0] == 5
+
+
+def test_a_row_no_partition_covers_is_kept_and_moves_into_its_partition_when_made(history):
+    partitions_make(history, "at", now=at(2026, 11, 20), ahead=1, interval="month")
+    late = insert(at(2027, 6, 10), "beyond the partitions made")
+    early = insert(at(2025, 2, 3), "before them")
+    assert home(late) == home(early) == f"{TABLE}_default"
+
+    made = partitions_make(history, "at", now=at(2026, 11, 21), ahead=1, interval="month")
+
+    assert set(made) == {partition_name(TABLE, at(2025, 2)), partition_name(TABLE, at(2027, 6))}
+    assert home(late) == f"{TABLE}_p20270601"
+    assert home(early) == f"{TABLE}_p20250201"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT note FROM {TABLE} ORDER BY at")  # noqa: S608
+        assert [row[0] for row in cursor.fetchall()] == [
+            "before them",
+            "beyond the partitions made",
+        ]
+        cursor.execute(f"SELECT count(*) FROM ONLY {TABLE}_default")  # noqa: S608
+        assert cursor.fetchone()[0] == 0
+
+
+def test_a_change_of_interval_fills_only_what_the_partitions_made_leave_out(history):
+    partitions_make(history, "at", now=at(2026, 11, 20), ahead=0, interval="month")
+
+    made = partitions_make(history, "at", now=at(2026, 11, 28), ahead=1, interval="week")
+
+    # The week of 23 November is in November's partition; the next one straddles months.
+    assert made == [partition_name(TABLE, at(2026, 12))]
+    assert [p.upper for p in partitions_list(history) if not p.default] == [
+        at(2026, 12),
+        at(2026, 12, 7),
+    ]
+
+
+def test_only_partitions_whose_upper_bound_is_before_the_cutoff_are_dropped(history):
+    partitions_make(history, "at", now=at(2026, 1, 5), ahead=0, interval="month")
+    partitions_make(history, "at", now=at(2026, 3, 5), ahead=0, interval="month", since=at(2026, 1))
+    january, february = insert(at(2026, 1, 31)), insert(at(2026, 2, 1))
+    stray = insert(at(2020, 1, 1))  # in the default partition: only ever deleted row-wise
+    companions: list[tuple[dt.datetime | None, dt.datetime | None]] = []
+
+    dropped = partitions_drop_expired(
+        history,
+        before=at(2026, 2, 28),
+        before_drop=lambda lower, upper: companions.append((lower, upper)),
+    )
+
+    assert dropped == [f"{TABLE}_p20260101"]
+    assert companions == [(at(2026, 1), at(2026, 2))]
+    assert home(january) is None
+    assert home(february) == f"{TABLE}_p20260201"
+    assert home(stray) == f"{TABLE}_default"
