@@ -88,6 +88,9 @@ def _rebuilt(
     if _rows(editor, _REFERENCED, [table]):
         raise ValueError(f"Foreign keys point at {table}: they must go before it is rebuilt.")
     indexes, keys, primary_name = _definitions(editor, table)
+    # Checks of deferred foreign keys still pending on rows written earlier in the
+    # transaction run now: a table with pending checks cannot be altered.
+    editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     editor.execute(f"ALTER TABLE {quote(table)} RENAME TO {quote(aside)}")
     for name, _ in keys:
         editor.execute(f"ALTER TABLE {quote(aside)} DROP CONSTRAINT {quote(name)}")

@@ -10,6 +10,7 @@ import uuid
 import pytest
 from django.db import connection
 
+from config.db.partitioning import table_partition, table_unpartition
 from config.db.partitions import (
     Partition,
     partition_name,
@@ -146,3 +147,99 @@ def test_only_partitions_whose_upper_bound_is_before_the_cutoff_are_dropped(hist
     assert home(january) is None
     assert home(february) == f"{TABLE}_p20260201"
     assert home(stray) == f"{TABLE}_default"
+
+
+def _relkind(table: str) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", [table])
+        return str(cursor.fetchone()[0])
+
+
+def _primary_key(table: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a.attname FROM pg_index x JOIN pg_attribute a ON a.attrelid = x.indrelid "
+            "AND a.attnum = ANY(x.indkey) WHERE x.indrelid = to_regclass(%s) AND x.indisprimary "
+            "ORDER BY array_position(x.indkey::int2[], a.attnum)",
+            [table],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _constraints(table: str) -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conname FROM pg_constraint WHERE conrelid = to_regclass(%s)", [table]
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def test_a_table_with_rows_is_converted_to_partitions_and_back(world, settings):
+    settings.PARTITIONS_AHEAD = 1
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE kit_plain (id uuid PRIMARY KEY, project_id uuid NOT NULL "
+            "CONSTRAINT kit_plain_project_fk REFERENCES tenancy_project (id) "
+            "DEFERRABLE INITIALLY DEFERRED, at timestamptz NOT NULL, "
+            "n integer NOT NULL CONSTRAINT kit_plain_n_check CHECK (n >= 0))"
+        )
+        cursor.execute("CREATE INDEX kit_plain_due_idx ON kit_plain (at) WHERE n > 0")
+        rows = {
+            uuid.uuid4(): moment for moment in (at(2025, 1, 15), at(2026, 6, 1), at(2026, 11, 20))
+        }
+        for row, moment in rows.items():
+            cursor.execute(
+                "INSERT INTO kit_plain VALUES (%s, %s, %s, 1)", [row, world.project.id, moment]
+            )
+
+    with connection.schema_editor() as editor:
+        table_partition(editor, table="kit_plain", column="at", now=at(2026, 11, 20))
+
+    assert _relkind("kit_plain") == "p"
+    assert _primary_key("kit_plain") == ["id", "at"]
+    assert {"kit_plain_project_fk", "kit_plain_n_check", "kit_plain_pkey"} <= _constraints(
+        "kit_plain"
+    )
+    assert _relkind("kit_plain_due_idx") == "I"  # a partitioned index
+    bounds = [(p.lower, p.upper) for p in partitions_list("kit_plain") if not p.default]
+    assert bounds[0] == (at(2025, 1), at(2025, 2))
+    assert bounds[-1] == (at(2026, 12), at(2027, 1))
+    assert len(bounds) == 24  # every month from the oldest row's to the one ahead
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, at, tableoid::regclass::text FROM kit_plain")
+        found = {row: (moment, where) for row, moment, where in cursor.fetchall()}
+    assert {row: moment for row, (moment, _) in found.items()} == rows
+    assert {where for _, where in found.values()} == {
+        "kit_plain_p20250101",
+        "kit_plain_p20260601",
+        "kit_plain_p20261101",
+    }
+
+    with connection.schema_editor() as editor:
+        table_unpartition(editor, table="kit_plain")
+
+    assert _relkind("kit_plain") == "r"
+    assert _primary_key("kit_plain") == ["id"]
+    assert {"kit_plain_project_fk", "kit_plain_n_check", "kit_plain_pkey"} <= _constraints(
+        "kit_plain"
+    )
+    assert _relkind("kit_plain_due_idx") == "i"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, at FROM kit_plain")
+        assert dict(cursor.fetchall()) == rows
+        cursor.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'kit_plain_p2%%'")
+        assert cursor.fetchone()[0] == 0
+
+
+def test_a_table_whose_unique_index_lacks_the_time_column_is_not_converted(db):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE kit_unique (id uuid PRIMARY KEY, code text NOT NULL UNIQUE, "
+            "at timestamptz NOT NULL)"
+        )
+    with (
+        pytest.raises(ValueError, match="kit_unique_code_key"),
+        connection.schema_editor() as editor,
+    ):
+        table_partition(editor, table="kit_unique", column="at")
+    assert _relkind("kit_unique") == "r"
