@@ -7,6 +7,7 @@ on the events table (tests/events/test_partitions.py)."""
 import datetime as dt
 import uuid
 
+import psycopg
 import pytest
 from django.db import connection
 
@@ -16,9 +17,15 @@ from config.db.partitions import (
     partition_name,
     partitions_drop_expired,
     partitions_list,
+    partitions_maintain,
     partitions_make,
     period_after,
     period_start,
+)
+from config.registries.partitions import (
+    PartitionedTable,
+    register_partitioned_table,
+    unregister_partitioned_table,
 )
 
 pytestmark = pytest.mark.django_db
@@ -243,3 +250,46 @@ def test_a_table_whose_unique_index_lacks_the_time_column_is_not_converted(db):
     ):
         table_partition(editor, table="kit_unique", column="at")
     assert _relkind("kit_unique") == "r"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_table_whose_lock_is_not_had_in_time_is_left_for_the_next_run(settings, caplog):
+    settings.PARTITION_LOCK_TIMEOUT_SECONDS = 0.2
+    settings.PARTITIONS_AHEAD = 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE kit_locked (id uuid NOT NULL, at timestamptz NOT NULL) "
+            "PARTITION BY RANGE (at)"
+        )
+    try:
+        partitions_make("kit_locked", "at", now=at(2026, 11, 20), ahead=0, interval="month")
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO kit_locked VALUES (%s, %s)", [uuid.uuid4(), at(2027, 5, 2)])
+        declared = register_partitioned_table(
+            PartitionedTable(table="kit_locked", column="at", retention_days=lambda: None)
+        )
+        # Another session reads the default partition: attaching May's partition, which
+        # must check it, waits for that session's lock.
+        params = connection.get_connection_params()
+        with psycopg.connect(**params) as other:
+            other.execute("SELECT count(*) FROM kit_locked_default").fetchone()
+            try:
+                done = partitions_maintain(now=at(2026, 11, 20))
+            finally:
+                other.rollback()
+        assert "kit_locked" not in done
+        assert "events_event" in done  # the other tables went on
+        assert "Partition maintenance of kit_locked waited too long" in caplog.text
+        assert [p.name for p in partitions_list("kit_locked")] == [
+            "kit_locked_p20261101",
+            "kit_locked_default",
+        ]
+
+        done = partitions_maintain(now=at(2026, 11, 20))
+
+        assert done["kit_locked"].made == ["kit_locked_p20270501"]
+    finally:
+        unregister_partitioned_table("kit_locked")
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE kit_locked")
+    assert declared.table == "kit_locked"
