@@ -22,6 +22,10 @@ class ToolCall(models.Model):
     created_at = models.DateTimeField()
 
     class Meta:
+        # The table is partitioned by `created_at` (config/db/partitions.py, made in
+        # migration 0002): its primary key in the database is (id, created_at), as
+        # PostgreSQL requires of a partitioned table; `id` alone, a random UUID, is the key
+        # Django knows.
         indexes = [
             # Serves the console's list of a project's calls, newest first.
             models.Index(fields=["project_id", "-created_at"], name="agent_call_project_idx"),

@@ -57,6 +57,12 @@ def tool_call_record(
         cursor.execute(_INSERT, list(row.values()))
 
 
+def tool_calls_retention_days() -> int | None:
+    """How long the tool-call audit is kept: no policy yet (None), so the partition kit
+    keeps every partition of it."""
+    return None
+
+
 def tool_call_perform(
     *,
     catalog: Catalog,

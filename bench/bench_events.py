@@ -76,7 +76,7 @@ mode, seconds, project_id, payload = {mode!r}, {seconds!r}, {project_id!r}, {pay
 contacts, backlog = {contacts!r}, {backlog!r}
 with connection.cursor() as cursor:
     # The ingest benchmarks' events (one address) are not this benchmark's backlog.
-    cursor.execute("TRUNCATE events_event, events_eventtype")
+    cursor.execute("TRUNCATE events_event, events_eventkey, events_eventtype")
     if mode == "existing":
         cursor.execute(
             "INSERT INTO contacts_contact (id, project_id, email, external_id, fields, "
@@ -176,7 +176,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
 def _baseline(ctx: Context, project_id: str, payload_json: str) -> Measurement:
     """The raw claim loop on a fresh backlog of its own."""
     with psycopg.connect(ctx.pg_dsn(), autocommit=True) as conn:
-        conn.execute("TRUNCATE events_event")
+        conn.execute("TRUNCATE events_event, events_eventkey")
         emails = [f"baseline-{n}@example.com" for n in range(BASELINE_BACKLOG)]
         conn.execute(SEED_EVENTS, (project_id, payload_json, emails))
         conn.execute("ANALYZE events_event")

@@ -35,12 +35,17 @@ from psycopg_pool import ConnectionPool
 # The API's single-event INSERT (events/services/ingest.py `_INSERT_ONE`), written out:
 # this module imports nothing of the service.
 INSERT_ONE = (
+    "WITH v AS (SELECT %s::uuid AS id, %s::uuid AS project_id, "
+    "%s::varchar AS key, %s::timestamptz AS now), "
+    "keyed AS (INSERT INTO events_eventkey (event_id, project_id, idempotency_key, created_at) "
+    "SELECT v.id, v.project_id, v.key, v.now FROM v WHERE v.key IS NOT NULL "
+    "ON CONFLICT (project_id, idempotency_key) DO NOTHING RETURNING event_id) "
     "INSERT INTO events_event (id, project_id, event, source, email, external_id, "
     "contact_ref, payload, occurred_at, idempotency_key, status, attempts, next_attempt_at, "
-    "last_error, error_code, created_at) VALUES "
-    "(%s, %s, %s, 'customer', %s, %s, %s, %s::jsonb, %s, %s, 'accepted', 0, %s, '', '', %s) "
-    "ON CONFLICT (project_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING "
-    "RETURNING id"
+    "last_error, error_code, created_at) "
+    "SELECT v.id, v.project_id, %s, 'customer', %s, %s, %s, %s::jsonb, %s, v.key, "
+    "'accepted', 0, v.now, '', '', v.now FROM v "
+    "WHERE v.key IS NULL OR EXISTS (SELECT FROM keyed) RETURNING id"
 )
 POLICIES = (
     "event_payload_limit_bytes",
@@ -142,7 +147,7 @@ def _ingest(
     with _connections().connection() as conn:
         row = conn.execute(
             INSERT_ONE,
-            (new_id, project_id, event, email, None, None, payload_json, now, None, now, now),
+            (new_id, project_id, None, now, event, email, None, None, payload_json, now),
             prepare=True,
         ).fetchone()
     data = {

@@ -15,6 +15,7 @@ from celery.signals import (
 from django.conf import settings
 from kombu.entity import Queue
 
+from config.db.partitions import partitions_maintain
 from config.observability.requestcontext import current_request_id, request_id_reset, request_id_set
 
 app = Celery("sendrealm")
@@ -144,6 +145,12 @@ app.conf.beat_schedule = {
         "schedule": 60.0,
         "options": {"expires": 50},
     },
+    # History tables partitioned by time: partitions made ahead, expired ones dropped.
+    "partitions.maintain": {
+        "task": "partitions.maintain",
+        "schedule": 3600.0,
+        "options": {"expires": 3000},
+    },
     "preparedactions.expire": {
         "task": "preparedactions.expire",
         "schedule": 60.0,
@@ -152,6 +159,15 @@ app.conf.beat_schedule = {
 }
 
 app.autodiscover_tasks()
+
+
+@app.task(name="partitions.maintain", ignore_result=True)
+def maintain_partitions() -> dict[str, dict[str, list[str]]]:
+    """Makes the declared tables' partitions ahead and drops those no retention keeps."""
+    return {
+        table: {"made": done.made, "dropped": done.dropped}
+        for table, done in partitions_maintain().items()
+    }
 
 
 # The request id travels with every task published while a request (or a task) is

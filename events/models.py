@@ -66,13 +66,11 @@ class Event(WorkItem):
     created_at = models.DateTimeField(default=clock.now, editable=False)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project", "idempotency_key"],
-                condition=models.Q(idempotency_key__isnull=False),
-                name="event_one_per_idempotency_key",
-            ),
-        ]
+        # The table is partitioned by `created_at` (config/db/partitions.py, made in
+        # migration 0004): its primary key in the database is (id, created_at), as
+        # PostgreSQL requires of a partitioned table; `id` alone, a random UUID, is the key
+        # Django knows. For that reason too, an idempotency key's uniqueness is kept by
+        # EventKey, not by a unique index here.
         indexes = [
             # Serve the workers' claim: due events, and expired leases of dead workers.
             due_index("event_due_idx"),
@@ -103,6 +101,42 @@ class Event(WorkItem):
 
     def __str__(self) -> str:
         return f"{self.event} ({self.status})"
+
+
+class EventKey(models.Model):
+    """An idempotency key used in a project, and the event it made: one per project and key
+    across every partition of the events table (a unique index there would have to hold the
+    partition key, so would be unique per month only). Written by the same statement as its
+    event; deleted with it by retention, row-wise and with the event's partition."""
+
+    event = models.OneToOneField(
+        Event,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        # A foreign key to a partitioned table must name its whole primary key
+        # (id, created_at); the statements that write and delete events keep the pair.
+        db_constraint=False,
+        related_name="+",
+    )
+    # Indexed by the unique constraint, which it leads.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, db_index=False, related_name="+")
+    idempotency_key = models.CharField(max_length=255)
+    # The event's `created_at`: its partition, for the lookup and for the partition's drop.
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "idempotency_key"], name="event_key_one_per_project"
+            ),
+        ]
+        indexes = [
+            # Serves the deletion of a dropped partition's keys.
+            models.Index(fields=["created_at"], name="event_key_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.idempotency_key
 
 
 class DeadLetteredEvent(Event):

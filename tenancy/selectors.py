@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 
 from config.db.bulk import rows_fetch
 from tenancy.access import PERMISSION_SCOPES, ROLE_SCOPES, Access, KeyRecord, hash_secret
@@ -171,3 +171,10 @@ def project_retention_list(*, fields: Iterable[str]) -> Iterable[tuple[Any, ...]
     """Every project's id with its retention settings named in `fields`, in that order: the
     purge sweeps of the families that keep rows per project."""
     return Project.objects.values_list("id", *fields)
+
+
+def project_retention_longest(*, field: str) -> int | None:
+    """The longest retention any project has in `field` (None when there is no project):
+    how long a family's rows may be kept at most, for the partitions it drops whole."""
+    longest: int | None = Project.objects.aggregate(longest=Max(field))["longest"]
+    return longest

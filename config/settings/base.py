@@ -298,6 +298,14 @@ EMAIL_LEASE_SECONDS = env.float("EMAIL_LEASE_SECONDS", default=120.0)
 SERVER_THREADS = env.int("SERVER_THREADS", default=4)
 REQUEST_BODY_TIMEOUT_SECONDS = env.float("REQUEST_BODY_TIMEOUT_SECONDS", default=10.0)
 
+# History tables partitioned by time (config/db/partitions.py): one partition per
+# interval ("month", "week" or "day"), made this many intervals ahead by the beat's
+# `partitions.maintain`, and the longest the making or dropping of one waits for its lock
+# before leaving it to the next run (statements on the table queue behind the wait).
+PARTITION_INTERVAL = env.str("PARTITION_INTERVAL", default="month")
+PARTITIONS_AHEAD = env.int("PARTITIONS_AHEAD", default=3)
+PARTITION_LOCK_TIMEOUT_SECONDS = env.float("PARTITION_LOCK_TIMEOUT_SECONDS", default=1.0)
+
 # Contact imports (docs/API.md, Imports): the largest CSV upload (a larger one is 413
 # before it is read) and row count, the rows planned and committed per chunk, and how
 # long a commit worker's claim on a chunk holds.

@@ -1,5 +1,6 @@
 """Ingest: commit the event row, answer, and let the workers find it (the table is the
-outbox). One INSERT ... ON CONFLICT per request or per batch on PostgreSQL."""
+outbox). One statement per request or per batch on PostgreSQL: the idempotency keys'
+`INSERT ... ON CONFLICT` and the events' `INSERT` of the new ones."""
 
 import datetime as dt
 import uuid
@@ -12,7 +13,7 @@ from config.api.errors import ServiceError
 from config.db.bulk import statement_run
 from config.db.cursor import binary_cursor
 from config.runtime import clock
-from events.models import Event
+from events.models import Event, EventKey
 from events.validation import EventInput
 from events.wake import events_wake
 from tenancy.errors import PlanLimitExceeded
@@ -20,33 +21,51 @@ from tenancy.models import Meter, Project
 from tenancy.usage import Reservation, usage_reserve
 
 _TABLE = Event._meta.db_table
+_KEYS = EventKey._meta.db_table
 _COLUMNS = (
     "id, project_id, event, source, email, external_id, contact_ref, payload, occurred_at, "
     "idempotency_key, status, attempts, next_attempt_at, last_error, error_code, created_at"
 )
-# Conflicts on the partial unique index of (project, idempotency_key); rows without a key
-# never conflict.
-_ON_CONFLICT = (
-    "ON CONFLICT (project_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+# An event with an idempotency key is stored only if its key is new: the key's row
+# (EventKey, unique per project and key across every partition of the events table) is
+# written first in the same statement, and a key already taken, even by a transaction not
+# committed yet (the insert waits for it), stores nothing. Rows without a key always are.
+_KEYED = (
+    f"keyed AS (INSERT INTO {_KEYS} (event_id, project_id, idempotency_key, created_at) "  # noqa: S608
+    "SELECT {id}, {project}, {key}, {now} FROM {rows} WHERE {key} IS NOT NULL "
+    "ON CONFLICT (project_id, idempotency_key) DO NOTHING RETURNING event_id)"
 )
 _INSERT_ONE = (
-    f"INSERT INTO {_TABLE} ({_COLUMNS}) VALUES "  # noqa: S608 (constants only)
-    "(%s, %s, %s, 'customer', %s, %s, %s, %s::jsonb, %s, %s, 'accepted', 0, %s, '', '', %s) "
-    f"{_ON_CONFLICT} RETURNING id"
+    # S608: constants only.
+    "WITH v AS (SELECT %s::uuid AS id, %s::uuid AS project_id, "  # noqa: S608
+    "%s::varchar AS key, %s::timestamptz AS now), "
+    + _KEYED.format(id="v.id", project="v.project_id", key="v.key", now="v.now", rows="v")
+    + f" INSERT INTO {_TABLE} ({_COLUMNS}) "  # noqa: S608
+    "SELECT v.id, v.project_id, %s, 'customer', %s, %s, %s, %s::jsonb, %s, v.key, "
+    "'accepted', 0, v.now, '', '', v.now FROM v "
+    "WHERE v.key IS NULL OR EXISTS (SELECT FROM keyed) RETURNING id"
 )
 _INSERT_MANY = (
-    f"INSERT INTO {_TABLE} ({_COLUMNS}) "  # noqa: S608 (constants only)
-    "SELECT u.id, %b, u.event, 'customer', u.email, u.external_id, u.contact_ref, "
-    "u.payload::jsonb, u.occurred_at, u.idempotency_key, 'accepted', 0, %b, '', '', %b "
-    "FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::text[], %b::uuid[], %b::text[], "
-    "%b::timestamptz[], %b::text[]) "
-    "AS u(id, event, email, external_id, contact_ref, payload, occurred_at, idempotency_key) "
-    f"{_ON_CONFLICT} RETURNING id"
+    # S608: constants only.
+    "WITH u AS (SELECT * FROM unnest(%b::uuid[], %b::text[], %b::text[], "  # noqa: S608
+    "%b::text[], %b::uuid[], %b::text[], %b::timestamptz[], %b::text[]) "
+    "AS u(id, event, email, external_id, contact_ref, payload, occurred_at, idempotency_key)), "
+    "v AS (SELECT %b::uuid AS project_id, %b::timestamptz AS now), "
+    + _KEYED.format(
+        id="u.id", project="v.project_id", key="u.idempotency_key", now="v.now", rows="u, v"
+    )
+    + f" INSERT INTO {_TABLE} ({_COLUMNS}) "  # noqa: S608
+    "SELECT u.id, v.project_id, u.event, 'customer', u.email, u.external_id, u.contact_ref, "
+    "u.payload::jsonb, u.occurred_at, u.idempotency_key, 'accepted', 0, v.now, '', '', v.now "
+    "FROM u, v WHERE u.idempotency_key IS NULL OR u.id IN (SELECT event_id FROM keyed) "
+    "RETURNING id"
 )
 _SELECT_KEYED = (
-    # S608: constants only.
-    f"SELECT id, idempotency_key, event, status, created_at FROM {_TABLE} "  # noqa: S608
-    "WHERE project_id = %s AND idempotency_key = ANY(%s)"
+    # S608: constants only. The key's `created_at` is its event's: the lookup reads the
+    # one partition that holds it.
+    f"SELECT e.id, k.idempotency_key, e.event, e.status, e.created_at FROM {_KEYS} k "  # noqa: S608
+    f"JOIN {_TABLE} e ON e.id = k.event_id AND e.created_at = k.created_at "
+    "WHERE k.project_id = %s AND k.idempotency_key = ANY(%s)"
 )
 
 
@@ -111,15 +130,14 @@ def _ingest_one(*, project: Project, item: EventInput) -> IngestResult:
         [
             new_id,
             project.id,
+            item.idempotency_key,
+            now,
             item.event,
             item.email,
             item.external_id,
             item.contact_ref,
             item.payload_json,
             item.occurred_at or now,
-            item.idempotency_key,
-            now,
-            now,
         ],
         prepare=True,
     )
@@ -128,7 +146,7 @@ def _ingest_one(*, project: Project, item: EventInput) -> IngestResult:
         transaction.on_commit(events_wake)
         return IngestResult(new_id, item.event, item.idempotency_key, "accepted", now, False)
     existing = _existing(project=project, keys=[item.idempotency_key])
-    # Not inserted means the idempotency key's unique index matched, so the key is set.
+    # Not inserted means the idempotency key was taken, so the key is set.
     return existing[item.idempotency_key]  # type: ignore[index]
 
 
@@ -173,9 +191,6 @@ def _ingest_many(
         cursor.execute(
             _INSERT_MANY,
             [
-                project.id,
-                now,
-                now,
                 ids,
                 [item.event for _, item in valid],
                 [item.email for _, item in valid],
@@ -184,6 +199,8 @@ def _ingest_many(
                 [item.payload_json for _, item in valid],
                 [item.occurred_at or now for _, item in valid],
                 [item.idempotency_key for _, item in valid],
+                project.id,
+                now,
             ],
         )
         inserted = {row[0] for row in cursor.fetchall()}
@@ -199,7 +216,7 @@ def _ingest_many(
                 new_id, item.event, item.idempotency_key, "accepted", now, False
             )
         else:
-            # Not inserted means the idempotency key's unique index matched, so the key is set.
+            # Not inserted means the idempotency key was taken, so the key is set.
             results[index] = existing[item.idempotency_key]  # type: ignore[index]
     if inserted:
         transaction.on_commit(events_wake)

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from config.db.bulk import rows_insert, rows_update, statement_run
 from config.runtime import clock
-from events.models import Event
+from events.models import Event, EventKey
 from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -50,24 +50,32 @@ def test_many_rows_are_inserted_in_one_statement_with_their_values_as_given():
     assert not rows[7]._state.adding
 
 
+def keys(project, names: list[str]) -> list[EventKey]:
+    """Rows of a plain table with a unique key: (project, idempotency key)."""
+    now = clock.now()
+    return [
+        EventKey(event_id=uuid.uuid4(), project=project, idempotency_key=name, created_at=now)
+        for name in names
+    ]
+
+
 def test_rows_that_meet_a_unique_key_are_left_out_when_asked_the_first_of_a_call_winning():
     project = ProjectFactory()
-    rows_insert(Event, events(project, 2, key="k"))
-    again = events(project, 3, key="k")  # k-0 and k-1 exist
-    twin = events(project, 1, key="k")[0]
-    twin.idempotency_key = "k-2"  # the same key as again[2], later in the call
-    inserted = rows_insert(Event, [*again, twin], skip_conflicts=True)
-    assert inserted == {again[2].id}
-    assert Event.objects.filter(project=project).count() == 3
-    assert Event.objects.get(idempotency_key="k-2").id == again[2].id
+    rows_insert(EventKey, keys(project, ["k-0", "k-1"]))
+    again = keys(project, ["k-0", "k-1", "k-2"])
+    twin = keys(project, ["k-2"])[0]  # the same key as again[2], later in the call
+    inserted = rows_insert(EventKey, [*again, twin], skip_conflicts=True)
+    assert inserted == {again[2].event_id}
+    assert EventKey.objects.filter(project=project).count() == 3
+    assert EventKey.objects.get(idempotency_key="k-2").event_id == again[2].event_id
 
 
 def test_a_unique_key_met_raises_django_s_integrity_error_and_inserts_nothing():
     project = ProjectFactory()
-    rows_insert(Event, events(project, 1, key="dup"))
+    rows_insert(EventKey, keys(project, ["dup"]))
     with pytest.raises(IntegrityError), transaction.atomic():
-        rows_insert(Event, [*events(project, 1, key="fresh"), *events(project, 1, key="dup")])
-    assert Event.objects.filter(project=project).count() == 1
+        rows_insert(EventKey, keys(project, ["fresh", "dup"]))
+    assert EventKey.objects.filter(project=project).count() == 1
 
 
 def test_an_insert_can_return_another_column_than_the_key():
