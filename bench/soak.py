@@ -47,6 +47,7 @@ import itertools
 import json
 import math
 import signal
+import subprocess
 import sys
 import time
 import urllib.request
@@ -363,6 +364,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out.flush()
     except Stop as stop:
         log(f"stopped ({stop})")
+        failed = True
+    except subprocess.CalledProcessError as exc:
+        log(f"the worker process failed:\n{exc.stderr}")
+        failed = True
+    except Exception as exc:
+        log(f"the soak failed: {exc!r}")
         failed = True
     finally:
         ctx.close()
