@@ -37,8 +37,12 @@ TEST_WORKERS ?= 2
 # Benchmarks: `make bench` runs every bench/bench_*.py, `make bench ONLY=project` one.
 ONLY ?=
 BENCH_ARGS ?=
+# The soak: `make soak` stores 10 million events through the API in steps of a million,
+# `make soak EVENTS=60000 SOAK_ARGS="--step 20000"` a small one (python -m bench.soak --help).
+EVENTS ?=
+SOAK_ARGS ?=
 
-.PHONY: help install run test lint typecheck check bench worker services
+.PHONY: help install run test lint typecheck check bench soak worker services
 
 help:
 	@echo "make install    create .venv and install requirements/dev.txt"
@@ -48,6 +52,7 @@ help:
 	@echo "make typecheck  mypy"
 	@echo "make check      manage.py check and makemigrations --check"
 	@echo "make bench      benchmarks against a production server (ONLY=<name> for one)"
+	@echo "make soak       10 million events through the API: ingest, processing and sweeps stay flat"
 	@echo "make worker     a Celery worker alone"
 
 install: $(STAMP)
@@ -100,3 +105,8 @@ check: install
 bench: install
 	@$(TEST_ENV) scripts/ensure-services.sh \
 		$(BIN)/python -m bench $(if $(ONLY),--only $(ONLY),) $(BENCH_ARGS)
+
+# Ten steps of a million events by default; the same server and services as `make bench`.
+soak: install
+	@$(TEST_ENV) scripts/ensure-services.sh \
+		$(BIN)/python -m bench.soak $(if $(EVENTS),--events $(EVENTS),) $(SOAK_ARGS)

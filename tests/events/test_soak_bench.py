@@ -1,0 +1,84 @@
+"""The soak's pieces work (the soak itself runs only under `make soak`)."""
+
+from typing import Any
+
+import pytest
+
+from bench.soak import (
+    BATCH_SIZE,
+    FLAT,
+    NEW_PER_BATCH,
+    RESENT_PER_BATCH,
+    batch_events,
+    spread,
+    summary,
+)
+
+
+def _step(events_total: int, **figures: float) -> dict[str, Any]:
+    line: dict[str, Any] = {field: 10.0 for field in FLAT}
+    line.update(figures, events_total=events_total, table_mb=events_total / 1000)
+    return line
+
+
+def test_spread_is_the_largest_figure_over_the_smallest_less_one() -> None:
+    assert spread([100.0, 110.0, 95.0]) == pytest.approx(110 / 95 - 1)
+    assert spread([4.0]) == 0
+    assert spread([]) is None
+    assert spread([0.0, 3.0]) is None
+
+
+def test_the_summary_says_which_figures_stayed_within_the_tolerance() -> None:
+    steps = [
+        _step(1_000_000, ingest_events_per_s=20_000.0, claim_ms=1.0),
+        _step(2_000_000, ingest_events_per_s=18_000.0, claim_ms=1.2),
+        _step(3_000_000, ingest_events_per_s=17_500.0, claim_ms=1.1),
+    ]
+
+    line = summary(steps)
+
+    assert line["name"] == "soak_summary"
+    assert line["steps"] == 3
+    assert line["events_total"] == 3_000_000
+    assert line["spread"]["ingest_events_per_s"] == pytest.approx(20_000 / 17_500 - 1, abs=1e-4)
+    assert line["within"]["ingest_events_per_s"] is True
+    assert line["spread"]["claim_ms"] == pytest.approx(0.2)
+    assert line["within"]["claim_ms"] is False
+    assert line["spread"]["sweep_ms"] == 0
+    assert line["flat"] is False
+    assert line["table_mb_per_million_events"] == [1000.0, 1000.0, 1000.0]
+
+
+def test_a_soak_whose_figures_all_stay_within_the_tolerance_is_flat() -> None:
+    steps = [_step(1_000_000), _step(2_000_000, purge_ms=11.4)]
+
+    line = summary(steps)
+
+    assert line["flat"] is True
+    assert all(line["within"].values())
+
+
+def test_each_batch_resends_keys_of_the_clients_previous_batch() -> None:
+    first, second = batch_events("t", 0), batch_events("t", 1)
+    first_keys = [item["idempotency_key"] for item in first]
+    second_keys = [item["idempotency_key"] for item in second]
+
+    assert len(first) == len(second) == BATCH_SIZE
+    # The first batch sends some of its own keys twice; later ones resend the previous.
+    assert len(set(first_keys)) == NEW_PER_BATCH
+    assert len(set(second_keys) - set(first_keys)) == NEW_PER_BATCH
+    assert len(set(second_keys) & set(first_keys)) == RESENT_PER_BATCH
+
+
+def test_the_api_stores_the_new_events_of_a_soak_batch_and_answers_the_rest_as_duplicates(
+    api: Any, world: Any
+) -> None:
+    key = world.keys["project"]
+
+    first = api.post("/events/batch", {"events": batch_events("api", 0)}, key=key)
+    second = api.post("/events/batch", {"events": batch_events("api", 1)}, key=key)
+
+    counts = [
+        (r.json()["data"]["accepted"], r.json()["data"]["duplicates"]) for r in (first, second)
+    ]
+    assert counts == [(NEW_PER_BATCH, RESENT_PER_BATCH)] * 2
