@@ -80,10 +80,15 @@ FLAT = (
     "process_events_per_s",
     "sweep_ms",
     "purge_ms",
+    "partitions_ms",
     "claim_ms",
 )
 # The periodic tasks timed each step, by the name beat runs them under.
-SWEEPS = {"sweep_ms": "events.sweep", "purge_ms": "events.purge_expired"}
+SWEEPS = {
+    "sweep_ms": "events.sweep",
+    "purge_ms": "events.purge_expired",
+    "partitions_ms": "partitions.maintain",
+}
 
 # Marks the step's events processed, all but the last `sample` ingested, as a worker
 # would leave them (processed, counted into the catalog): the sample stays for the worker.
@@ -96,11 +101,12 @@ MARK_PROCESSED = (
 # What autovacuum does after that many updates in production (it is off on the bench
 # machine): dead index entries gone from the claim's index, fresh planner statistics.
 VACUUM = "VACUUM (ANALYZE) events_event"
-# The events table's size with indexes and TOAST: the sum over its partitions when it is
-# partitioned (pg_partition_tree has no rows for a plain table), else the table's own.
+# The events table's size with indexes and TOAST (the sum over its partitions when it is
+# partitioned: pg_partition_tree has no rows for a plain table), and its idempotency keys'.
 TABLE_BYTES = (
     "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) "
-    "FROM pg_partition_tree('events_event')), pg_total_relation_size('events_event'))"
+    "FROM pg_partition_tree('events_event')), pg_total_relation_size('events_event')) "
+    "+ pg_total_relation_size('events_eventkey')"
 )
 
 WORKER_CODE = """
@@ -305,6 +311,7 @@ def soak(ctx: Context, *, events: int, step: int, clients: int, sample: int) -> 
             else 0.0,
             "sweep_ms": round(worker["sweep_ms"], 2),
             "purge_ms": round(worker["purge_ms"], 2),
+            "partitions_ms": round(worker["partitions_ms"], 2),
             "claim_ms": round(worker["claim_ms"], 2),
             "table_mb": round(_table_mb(ctx), 1),
             "batches": measured.count,
