@@ -71,6 +71,34 @@ class Api:
         return self.request("DELETE", path, body, **kw)
 
 
+# What a test that touches the test database asks for (pytest-django's fixtures).
+_DATABASE_FIXTURES = frozenset(
+    {
+        "db",
+        "transactional_db",
+        "live_server",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+    }
+)
+
+
+def _uses_database(item: pytest.Item) -> bool:
+    return item.get_closest_marker("django_db") is not None or not _DATABASE_FIXTURES.isdisjoint(
+        getattr(item, "fixturenames", ())
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that use no database run first, then pytest-django's order (the database
+    tests, then the transactional ones). Many of those that use none start real processes
+    (`make run`'s stack, the embedded servers, granian) and take the longest; at the end,
+    the one still running left the other xdist workers idle. They cannot be affected by what
+    the database tests leave behind, nor the reverse, so the order changes no outcome."""
+    items.sort(key=_uses_database)
+
+
 @pytest.fixture
 def api() -> Api:
     return Api()
