@@ -43,6 +43,9 @@ LEASE_MAX = 100
 # KEYS: this second's counter, the previous second's. ARGV: limit, the previous second's
 # weight, the requests wanted. Grants what fits, up to what was wanted. Returns
 # {granted, current count, previous count}.
+# How long a second's counter lives in Redis (real time): through the next second, whose
+# sliding window still weighs it, and a little more.
+WINDOW_KEY_MILLISECONDS = 2500
 _WINDOW = """
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -50,7 +53,7 @@ local room = math.floor(tonumber(ARGV[1]) - previous * tonumber(ARGV[2]) - curre
 local granted = math.min(tonumber(ARGV[3]), room)
 if granted <= 0 then return {0, current, previous} end
 current = redis.call('INCRBY', KEYS[1], granted)
-if current == granted then redis.call('PEXPIRE', KEYS[1], 2500) end
+if current == granted then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4])) end
 return {granted, current, previous}
 """
 
@@ -106,11 +109,12 @@ def _window(
 ) -> list[int]:
     connection = _connection(client)
     try:
-        connection.send_command("EVALSHA", _SHA, 2, *keys, limit, weight, wanted)
+        args = (*keys, limit, weight, wanted, WINDOW_KEY_MILLISECONDS)
+        connection.send_command("EVALSHA", _SHA, 2, *args)
         try:
             reply = connection.read_response()
         except redis.exceptions.NoScriptError:
-            connection.send_command("EVAL", _WINDOW, 2, *keys, limit, weight, wanted)
+            connection.send_command("EVAL", _WINDOW, 2, *args)
             reply = connection.read_response()
     except (redis.ConnectionError, redis.TimeoutError):
         # Connected again at the next request.
