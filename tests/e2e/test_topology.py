@@ -94,6 +94,7 @@ def test_nothing_is_lost_or_done_twice_when_a_web_server_a_worker_and_a_beat_are
         phases.done("load")
         checks = Checks(load, smtp=slow_smtp, fcm=fcm, apns=apns)
         checks.wait_for_quiescence()
+        load.restarted()
         phases.done("quiescence")
         checks.events_processed_once()
         checks.runs_ended_once()

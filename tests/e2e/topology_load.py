@@ -40,6 +40,8 @@ BATCH = 10
 SHOPPERS = 20
 # New events a second of plain ingest sends, all through the load (every kill included).
 EVENTS_PER_SECOND = 16
+# How long the load goes on after the worker is killed.
+LOAD_AFTER_KILL_SECONDS = 3
 # How long the test looks for a worker in the middle of sending emails to kill.
 BUSY_SECONDS = 10
 # Worker log lines of a task taken and of one finished.
@@ -280,6 +282,7 @@ class Load:
 
     def __post_init__(self) -> None:
         self.over = threading.Event()
+        self.restarting: Worker | None = None
         self.spread = Spread(self.stack.base_urls, self.plan.key)
         self.personal = Spread(
             self.stack.base_urls, self.plan.personal, project_id=self.plan.project_id
@@ -297,6 +300,10 @@ class Load:
             self.over.set()
 
     def under_load(self) -> None:
+        """The web server is killed while the first waits are decided, the beat while
+        the second ones wait for its sweeps, the worker in the middle of sending the
+        campaign; each one only once the one before serves again. The load ends a while
+        after the last kill; that worker's restart is waited for by `restarted`."""
         ingest = Worker("ingest", self.ingest)
         ingest.start()
         first = Worker("first-waits", lambda: self.waits(CATEGORIES))
@@ -305,17 +312,22 @@ class Load:
         restart = self.kill("web1")
         self.waiters += first.outcome(120)
         restart.outcome(120)
-        mark = self.stack.mark()
-        self.send_work()
-        restart = self.kill(self.busy_worker(mark))
         second = Worker("second-waits", lambda: self.waits(("early", "silent", "late", "raced")))
         second.start()
-        restart.outcome(120)
-        restart = self.kill("beat1")
+        self.kill("beat1").outcome(120)
+        mark = self.stack.mark()
+        self.send_work()
+        self.restarting = self.kill(self.busy_worker(mark))
+        killed = time.monotonic()
         self.waiters += second.outcome(120)
-        restart.outcome(120)
+        self.over.wait(max(0.0, killed + LOAD_AFTER_KILL_SECONDS - time.monotonic()))
         self.over.set()
         ingest.outcome(120)
+
+    def restarted(self) -> None:
+        """Until the last process killed serves again."""
+        if self.restarting is not None:
+            self.restarting.outcome(120)
 
     def kill(self, name: str) -> Worker:
         """Kills `name` at once and starts it again in the background (the thread
