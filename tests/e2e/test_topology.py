@@ -11,7 +11,8 @@ worker killed mid-send.
 
 A bigger run by hand: `TOPOLOGY_SCALE` multiplies the volumes (default 1), and
 `TOPOLOGY_WEBS`, `TOPOLOGY_WORKERS`, `TOPOLOGY_BEATS` set the processes (2, 3, 2), e.g.
-`TOPOLOGY_SCALE=5 TOPOLOGY_WORKERS=6 pytest -p no:xdist tests/e2e/test_topology.py`."""
+`TOPOLOGY_SCALE=5 TOPOLOGY_WORKERS=6 pytest -p no:xdist tests/e2e/test_topology.py`;
+`TOPOLOGY_PGBOUNCER=1` runs every process through PgBouncer in transaction mode."""
 
 import os
 import time
@@ -22,7 +23,7 @@ import pytest
 from bench.standins import ApnsStandin, FcmStandin, WebPushStandin
 from tests.e2e.conftest import outside_urls
 from tests.e2e.stack import report
-from tests.e2e.topology import MultiHostStack
+from tests.e2e.topology import MultiHostStack, PgBouncerMultiHostStack
 from tests.e2e.topology_checks import Checks
 from tests.e2e.topology_load import Load, Plan
 from tests.messaging.smtp_server import SmtpServer
@@ -32,6 +33,7 @@ SIZES = {
     for kind, default in (("web", 2), ("worker", 3), ("beat", 2))
 }
 SCALE = float(os.environ.get("TOPOLOGY_SCALE", "1"))
+THROUGH_PGBOUNCER = os.environ.get("TOPOLOGY_PGBOUNCER", "") not in ("", "0")
 # Tracebacks the killed processes may have logged: none. SIGKILL leaves a process no
 # moment to log, the survivors see a dead peer only as a closed connection (PostgreSQL
 # rolls its transaction back, Redis drops its connection, a client's request fails over)
@@ -56,8 +58,12 @@ def multi_host(
     fcm: FcmStandin,
     apns: ApnsStandin,
 ) -> Iterator[MultiHostStack]:
-    stack = MultiHostStack(
-        tmp_path_factory.mktemp("multi_host"),
+    kind = PgBouncerMultiHostStack if THROUGH_PGBOUNCER else MultiHostStack
+    unavailable = kind.unavailable()
+    if unavailable is not None:
+        pytest.skip(unavailable)
+    stack = kind(
+        tmp_path_factory.mktemp(kind.name),
         outside_urls(slow_smtp, fcm, apns),
         webs=SIZES["web"],
         workers=SIZES["worker"],

@@ -3,24 +3,20 @@ processes, each a separate OS process as a host of its own would run it, on one
 PostgreSQL database and one Redis. A test kills any of them with SIGKILL (its whole
 process group, as when its host dies) and starts it again with the same command.
 
-The processes' DATABASE_URL can be routed through a connection pooler: `pooler` is given
-the stack's own database URL once it is migrated and yields the URL the processes use
-(a context manager such as `PgBouncer(url, workdir)`). Migrations and the stack's own
-setup always go straight to PostgreSQL."""
+`PgBouncerMultiHostStack` is the same with Debian's PgBouncer in transaction mode between
+every process and PostgreSQL (`PgBouncerStack`'s `_database_env`)."""
 
 import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
 import psycopg
 from psycopg import sql
 
-from tests.e2e.stack import START_SECONDS, Process, ProductionStack, Stack
+from tests.e2e.stack import START_SECONDS, PgBouncerStack, Process, ProductionStack, Stack
 from tests.processes import children_of, free_port, run_script
 
 # Every lease short enough that a killed worker's claims are taken over within the test
@@ -51,13 +47,12 @@ WORK_TABLES = (
     "imports_importchunk",
 )
 
-Pooler = Callable[[str], AbstractContextManager[str]]
-
 
 class MultiHostStack(ProductionStack):
     """`webs` granian servers (each with `web_workers` workers) on ports of their own,
     `workers` Celery workers (concurrency 1) and `beats` beat processes, with the
-    production settings and `TUNED` (overridden by `settings`)."""
+    production settings and `TUNED` (overridden by `settings`, such as a setting another
+    topology needs)."""
 
     name = "multi_host"
 
@@ -70,7 +65,6 @@ class MultiHostStack(ProductionStack):
         workers: int = 3,
         beats: int = 2,
         web_workers: int = 1,
-        pooler: Pooler | None = None,
         settings: dict[str, str] | None = None,
     ) -> None:
         super().__init__(workdir, outside)
@@ -78,9 +72,7 @@ class MultiHostStack(ProductionStack):
         self.base_urls = [f"http://127.0.0.1:{port}" for port in self.ports]
         self.sizes = {"web": webs, "worker": workers, "beat": beats}
         self.web_workers = web_workers
-        self.pooler = pooler
         self.settings = {**TUNED, **(settings or {})}
-        self.pooling = contextlib.ExitStack()
         # The processes killed, in order (a name each time).
         self.killed: list[str] = []
         self.start_seconds = 0.0
@@ -91,9 +83,6 @@ class MultiHostStack(ProductionStack):
         self._create_database()
         self.env = {**self.production_env(cache_url, broker_url), **self.settings}
         self.manage("migrate", "--noinput", "-v0")
-        if self.pooler is not None:
-            pooled = self.pooling.enter_context(self.pooler(self.database_url))
-            self.env = {**self.env, "DATABASE_URL": pooled}
         static = self.workdir / "static"
         static.mkdir()
         for number, port in enumerate(self.ports, 1):
@@ -114,7 +103,6 @@ class MultiHostStack(ProductionStack):
         for process in self.processes:
             process.signal(signal.SIGCONT)
         Stack.stop(self)
-        self.pooling.close()
         self.stop_services()
 
     # --- the processes ----------------------------------------------------------------
@@ -204,3 +192,10 @@ class MultiHostStack(ProductionStack):
             if links & inodes:
                 found.append(process.name)
         return found
+
+
+class PgBouncerMultiHostStack(MultiHostStack, PgBouncerStack):
+    """The same processes through PgBouncer in transaction mode (DATABASE_POOLER=transaction),
+    migrations included, with fewer server connections than the processes have clients."""
+
+    name = "multi_host_pgbouncer"
