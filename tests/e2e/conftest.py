@@ -18,7 +18,8 @@ from bench import keys
 from bench.standins import ApnsStandin, FcmStandin, WebPushStandin
 from tests.e2e.client import Api
 from tests.e2e.flows import publish_flows
-from tests.e2e.stack import MakeRunStack, PgBouncerStack, ProductionStack, Stack, report
+from tests.e2e.logs import report
+from tests.e2e.stack import MakeRunStack, PgBouncerStack, ProductionStack, Stack
 from tests.messaging.smtp_server import SmtpServer
 from tests.pushproviders.sending import APNS_BUNDLE_ID, APNS_KEY_ID, APNS_TEAM_ID
 

@@ -10,7 +10,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -27,6 +26,7 @@ import psycopg
 import redis
 from psycopg import sql
 
+from tests.e2e.logs import LogMark, traceback_excerpts
 from tests.pgbouncer import MISSING as PGBOUNCER_MISSING
 from tests.pgbouncer import PgBouncer
 from tests.pgbouncer import installed as pgbouncer_installed
@@ -34,7 +34,6 @@ from tests.processes import ROOT, free_port, run_script
 
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
-TRACEBACK = "Traceback (most recent call last)"
 # How long a topology may take to answer /health (migrations included).
 START_SECONDS = 240
 STOP_GRACE_SECONDS = 20
@@ -103,46 +102,6 @@ class Process:
             os.killpg(self.popen.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=5)
-
-
-class LogMark:
-    """Where each log ended at a moment, to read only what came after."""
-
-    def __init__(self, logs: list[Path]) -> None:
-        self.offsets = {log: log.stat().st_size if log.exists() else 0 for log in logs}
-
-    def since(self, log: Path) -> str:
-        with log.open("rb") as handle:
-            handle.seek(self.offsets.get(log, 0))
-            return handle.read().decode(errors="replace")
-
-
-# A line that starts a new log record (Django's format, granian's access log), after
-# which a traceback's frames and error are over.
-RECORD_START = re.compile(r"(^|\| )(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|\[\d{4}-\d\d-\d\d )")
-
-
-def traceback_excerpts(name: str, text: str, *, most_lines: int = 60) -> list[str]:
-    """Each traceback in `text` (chained ones together) up to the next log record."""
-    lines = text.splitlines()
-    found = []
-    number = 0
-    while number < len(lines):
-        if TRACEBACK not in lines[number]:
-            number += 1
-            continue
-        end = number + 1
-        while end < min(len(lines), number + most_lines) and not RECORD_START.search(lines[end]):
-            end += 1
-        excerpt = "\n".join(lines[max(0, number - 1) : end])
-        found.append(f"--- {name} ---\n{excerpt}")
-        number = end
-    return found
-
-
-def report(problems: list[str], *, most: int = 3) -> str:
-    more = len(problems) - most
-    return "\n".join(problems[:most]) + (f"\n... and {more} more" if more > 0 else "")
 
 
 class Stack:

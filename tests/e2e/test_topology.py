@@ -22,10 +22,11 @@ import pytest
 
 from bench.standins import ApnsStandin, FcmStandin, WebPushStandin
 from tests.e2e.conftest import outside_urls
-from tests.e2e.stack import report
+from tests.e2e.logs import report
 from tests.e2e.topology import MultiHostStack, PgBouncerMultiHostStack
 from tests.e2e.topology_checks import Checks
-from tests.e2e.topology_load import Load, Plan
+from tests.e2e.topology_load import Load
+from tests.e2e.topology_plan import Plan
 from tests.messaging.smtp_server import SmtpServer
 
 SIZES = {
