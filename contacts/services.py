@@ -122,9 +122,14 @@ def contact_find_for_update(
 
     The lock orders every read-merge-write of one contact (PATCH, subscriptions,
     memberships) against the others and against its deletion. Call it inside
-    `transaction.atomic`.
+    `transaction.atomic`. It is FOR NO KEY UPDATE (no write changes a contact's id): rows
+    that only refer to the contact (their foreign key check takes FOR KEY SHARE) are not
+    held back by it, so writers that lock contacts in different orders while inserting
+    such rows do not deadlock at commit.
     """
-    contacts = Contact.objects.select_for_update().filter(project=project, deleted_at__isnull=True)
+    contacts = Contact.objects.select_for_update(no_key=True).filter(
+        project=project, deleted_at__isnull=True
+    )
     if contact_id is not None:
         return contacts.filter(id=contact_id).first()
     if email is not None:
@@ -432,9 +437,9 @@ def contacts_lock_active(
     *, project: Project, contact_ids: Collection[uuid.UUID]
 ) -> dict[uuid.UUID, tuple[str | None, str | None]]:
     """Locks the active contacts among `contact_ids` until the caller's transaction ends
-    (in id order) and returns their `(email, external_id)` by id. Bulk writers of
-    memberships and subscriptions take it so that a contact cannot be deleted under them,
-    as `contact_find_for_update` does for one."""
+    (in id order, FOR NO KEY UPDATE as `contact_find_for_update` locks one) and returns
+    their `(email, external_id)` by id. Bulk writers of memberships and subscriptions take
+    it so that a contact cannot be deleted under them."""
     if not contact_ids:
         return {}
     with binary_cursor() as cursor:
@@ -442,7 +447,7 @@ def contacts_lock_active(
             # S608: the model's table name.
             f"SELECT id, email, external_id FROM {Contact._meta.db_table} "  # noqa: S608
             "WHERE project_id = %b AND id = ANY(%b) AND deleted_at IS NULL "
-            "ORDER BY id FOR UPDATE",
+            "ORDER BY id FOR NO KEY UPDATE",
             [project.id, sorted(contact_ids)],
         )
         return {contact_id: (email, external_id) for contact_id, email, external_id in cursor}

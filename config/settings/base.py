@@ -339,6 +339,9 @@ PUSH_RETRY_FACTOR = env.float("PUSH_RETRY_FACTOR", default=None)
 PUSH_RETRY_CAP_SECONDS = env.float("PUSH_RETRY_CAP_SECONDS", default=None)
 PUSH_RETRY_MAX_ATTEMPTS = env.int("PUSH_RETRY_MAX_ATTEMPTS", default=None)
 
+# Event processing: how long a worker's claim on a batch of events holds before another
+# worker may take it over (events/conf.py has the pipeline's other tunables).
+EVENTS_LEASE_SECONDS = env.float("EVENTS_LEASE_SECONDS", default=60.0)
 # Automation runs: jobs one worker claims and advances in one transaction, and the lease
 # on them (automations/conf.py has the rest of the engine's tunables).
 AUTOMATIONS_CLAIM_BATCH = env.int("AUTOMATIONS_CLAIM_BATCH", default=500)

@@ -1,10 +1,19 @@
+import threading
+
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from config.api.errors import NotFound, ValidationFailed
+from contacts.audiences.models import Audience, AudienceMembership
 from contacts.models import Contact
 from contacts.selectors import contact_get, contact_list_by_identities, contact_resolve
-from contacts.services import contact_delete, contact_get_for_update, contact_upsert
+from contacts.services import (
+    contact_delete,
+    contact_find_for_update,
+    contact_get_for_update,
+    contact_upsert,
+    contacts_lock_active,
+)
 from events.models import Event
 from tests.contacts.factories import ContactFactory
 
@@ -101,3 +110,40 @@ def test_list_by_identities_matches_each_kind_in_its_own_project_only(world):
     )
     assert set(found) == {by_id, by_external, by_email}
     assert not contact_list_by_identities(wanted={}).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("lock", ["one", "many"])
+def test_a_contact_locked_for_a_write_lets_a_row_referring_to_it_commit(world, lock):
+    """The contact locks order writes of the contact, not rows that merely refer to it: a
+    row inserted meanwhile (its foreign key check takes FOR KEY SHARE at commit) is not held
+    back. Held back, two event batches, each locking one contact after writing rows that
+    refer to the other, deadlocked at commit."""
+    contact = ContactFactory(project=world.project)
+    audience = Audience.objects.create(project=world.project, name="Readers")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                if lock == "one":
+                    contact_find_for_update(project=world.project, contact_id=contact.id)
+                else:
+                    contacts_lock_active(project=world.project, contact_ids=[contact.id])
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '2s'")
+            AudienceMembership.objects.create(audience=audience, contact=contact)
+    finally:
+        release.set()
+        holder.join()
+    assert AudienceMembership.objects.filter(contact=contact).count() == 1

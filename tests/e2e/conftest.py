@@ -18,7 +18,8 @@ from bench import keys
 from bench.standins import ApnsStandin, FcmStandin, WebPushStandin
 from tests.e2e.client import Api
 from tests.e2e.flows import publish_flows
-from tests.e2e.stack import MakeRunStack, PgBouncerStack, ProductionStack, Stack, report
+from tests.e2e.logs import report
+from tests.e2e.stack import MakeRunStack, PgBouncerStack, ProductionStack, Stack
 from tests.messaging.smtp_server import SmtpServer
 from tests.pushproviders.sending import APNS_BUNDLE_ID, APNS_KEY_ID, APNS_TEAM_ID
 
@@ -74,6 +75,17 @@ def webpush() -> Iterator[WebPushStandin]:
         yield server
 
 
+def outside_urls(smtp: SmtpServer, fcm: FcmStandin, apns: ApnsStandin) -> dict[str, str]:
+    """What the product reaches outside itself: the SMTP server and the push stand-ins
+    (Web Push endpoints are the subscriptions' own URLs)."""
+    return {
+        "EMAIL_URL": smtp.url,
+        "PUSH_ALLOW_HTTP": "true",
+        "PUSH_FCM_BASE_URL": fcm.url,
+        "PUSH_APNS_BASE_URL": apns.url,
+    }
+
+
 def _topologies_wanted(session: pytest.Session) -> list[str]:
     wanted = []
     for item in session.items:
@@ -95,12 +107,7 @@ def stacks(
 ) -> Iterator[dict[str, Stack]]:
     """Every topology the selected tests use, started at once in the background (their
     migrations overlap); each test waits only for its own."""
-    outside = {
-        "EMAIL_URL": smtp.url,
-        "PUSH_ALLOW_HTTP": "true",
-        "PUSH_FCM_BASE_URL": fcm.url,
-        "PUSH_APNS_BASE_URL": apns.url,
-    }
+    outside = outside_urls(smtp, fcm, apns)
     started = {
         name: TOPOLOGIES[name](tmp_path_factory.mktemp(name), outside)
         for name in _topologies_wanted(request.session)

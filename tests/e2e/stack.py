@@ -10,7 +10,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -27,6 +26,7 @@ import psycopg
 import redis
 from psycopg import sql
 
+from tests.e2e.logs import LogMark, traceback_excerpts
 from tests.pgbouncer import MISSING as PGBOUNCER_MISSING
 from tests.pgbouncer import PgBouncer
 from tests.pgbouncer import installed as pgbouncer_installed
@@ -34,7 +34,6 @@ from tests.processes import ROOT, free_port, run_script
 
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
-TRACEBACK = "Traceback (most recent call last)"
 # How long a topology may take to answer /health (migrations included).
 START_SECONDS = 240
 STOP_GRACE_SECONDS = 20
@@ -55,6 +54,8 @@ class Process:
 
     def __init__(self, name: str, args: list[str], env: dict[str, str], log: Path) -> None:
         self.name = name
+        self.args = args
+        self.env = env
         self.log = log
         with log.open("ab") as out:
             self.popen = subprocess.Popen(
@@ -74,6 +75,19 @@ class Process:
         if self.running():
             self.popen.send_signal(signum)
 
+    def kill(self) -> None:
+        """SIGKILL to its whole process group (a server's or worker's children too), as
+        when its host dies: nothing it holds is given back, nothing is logged."""
+        with self.log.open("a") as log:
+            log.write(f"[e2e] {self.name} killed with SIGKILL\n")
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait(timeout=10)
+
+    def respawned(self) -> "Process":
+        """The same command started again, writing on to the same log."""
+        return Process(self.name, self.args, self.env, self.log)
+
     def wait_stopped(self, seconds: float) -> None:
         """Waits up to `seconds`, then kills whatever is left in its process group."""
         began = time.monotonic()
@@ -88,46 +102,6 @@ class Process:
             os.killpg(self.popen.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=5)
-
-
-class LogMark:
-    """Where each log ended at a moment, to read only what came after."""
-
-    def __init__(self, logs: list[Path]) -> None:
-        self.offsets = {log: log.stat().st_size if log.exists() else 0 for log in logs}
-
-    def since(self, log: Path) -> str:
-        with log.open("rb") as handle:
-            handle.seek(self.offsets.get(log, 0))
-            return handle.read().decode(errors="replace")
-
-
-# A line that starts a new log record (Django's format, granian's access log), after
-# which a traceback's frames and error are over.
-RECORD_START = re.compile(r"(^|\| )(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|\[\d{4}-\d\d-\d\d )")
-
-
-def traceback_excerpts(name: str, text: str, *, most_lines: int = 60) -> list[str]:
-    """Each traceback in `text` (chained ones together) up to the next log record."""
-    lines = text.splitlines()
-    found = []
-    number = 0
-    while number < len(lines):
-        if TRACEBACK not in lines[number]:
-            number += 1
-            continue
-        end = number + 1
-        while end < min(len(lines), number + most_lines) and not RECORD_START.search(lines[end]):
-            end += 1
-        excerpt = "\n".join(lines[max(0, number - 1) : end])
-        found.append(f"--- {name} ---\n{excerpt}")
-        number = end
-    return found
-
-
-def report(problems: list[str], *, most: int = 3) -> str:
-    more = len(problems) - most
-    return "\n".join(problems[:most]) + (f"\n... and {more} more" if more > 0 else "")
 
 
 class Stack:
@@ -395,27 +369,53 @@ class ProductionStack(Stack):
         """What the processes are told of the database at `url`."""
         return {"DATABASE_URL": url}
 
-    def start(self) -> None:
-        cache_url, broker_url = self._redis_urls()
-        self._create_database()
+    @property
+    def database_url(self) -> str:
+        """The URL of the stack's own database on the server of the test run."""
         pg = self.pg
         password = f":{pg['password']}" if pg["password"] else ""
-        database_url = (
-            f"postgres://{pg['user']}{password}@{pg['host']}:{pg['port']}/{self.database}"
-        )
+        return f"postgres://{pg['user']}{password}@{pg['host']}:{pg['port']}/{self.database}"
+
+    def production_env(self, cache_url: str, broker_url: str) -> dict[str, str]:
+        """What every process of the stack runs with: the production settings, fresh secrets
+        and the stack's own database and Redis."""
         env = {name: value for name, value in os.environ.items() if name not in TEST_ONLY}
-        self.env = {
+        return {
             **env,
             **self.outside,
             "DJANGO_SETTINGS_MODULE": "config.settings.production",
             "DJANGO_SECRET_KEY": secrets.token_urlsafe(48),
             "SECRETS_ENCRYPTION_KEY": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-            **self._database_env(database_url),
+            **self._database_env(self.database_url),
             "CACHE_URL": cache_url,
             "CELERY_BROKER_URL": broker_url,
             "PYTHONUNBUFFERED": "1",
         }
+
+    @staticmethod
+    def worker_command(number: int) -> list[str]:
+        return [
+            str(BIN / "celery"),
+            "-A",
+            "config",
+            "worker",
+            "-l",
+            "info",
+            "--concurrency=1",
+            f"--hostname=e2e-worker{number}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+
+    @staticmethod
+    def beat_command() -> list[str]:
+        return [str(BIN / "celery"), "-A", "config", "beat", "-l", "info"]
+
+    def start(self) -> None:
+        cache_url, broker_url = self._redis_urls()
+        self._create_database()
+        self.env = self.production_env(cache_url, broker_url)
         self.manage("migrate", "--noinput", "-v0")
         static = self.workdir / "static"
         static.mkdir()
@@ -424,32 +424,22 @@ class ProductionStack(Stack):
         )
         self.spawn("web", web)
         for number in range(1, self.WORKERS + 1):
-            self.spawn(
-                f"worker{number}",
-                [
-                    str(BIN / "celery"),
-                    "-A",
-                    "config",
-                    "worker",
-                    "-l",
-                    "info",
-                    "--concurrency=1",
-                    f"--hostname=e2e-worker{number}@%h",
-                    "--without-gossip",
-                    "--without-mingle",
-                ],
-            )
-        self.spawn("beat", [str(BIN / "celery"), "-A", "config", "beat", "-l", "info"])
+            self.spawn(f"worker{number}", self.worker_command(number))
+        self.spawn("beat", self.beat_command())
         self.set_up_accounts()
         self.wait_healthy()
 
-    def stop(self) -> None:
-        super().stop()
+    def stop_services(self) -> None:
+        """Stops the Redis server of its own and drops its database."""
         if self.redis is not None:
             self.redis.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.redis.wait(timeout=10)
         self._drop_database()
+
+    def stop(self) -> None:
+        super().stop()
+        self.stop_services()
 
 
 class PgBouncerStack(ProductionStack):

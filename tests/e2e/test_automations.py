@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.client import Api, mail_to, settle, unique, until
-from tests.e2e.stack import LogMark, Stack
+from tests.e2e.logs import LogMark
+from tests.e2e.stack import Stack
 
 # Publish-then-event rounds of the trigger test: each round's event is processed before
 # the next publish, so some worker always holds a trigger map built just before it.

@@ -1,7 +1,7 @@
 """The harness's reading of process logs: every traceback is found, chained ones as one,
 with its frames and error, in Django's log format and behind `make run`'s name prefixes."""
 
-from tests.e2e.stack import traceback_excerpts
+from tests.e2e.logs import traceback_excerpts
 
 PLAIN = """\
 2026-01-01 12:00:00,000 INFO celery.worker ready

@@ -374,6 +374,15 @@ def test_the_retry_policy_follows_settings_and_project_overrides(world, settings
     assert retry_policy_for(world.project).max_attempts == 5
 
 
+def test_a_claim_holds_its_events_for_the_lease_the_setting_gives(world, clock, settings):
+    settings.EVENTS_LEASE_SECONDS = 7.5
+    ingest(world, email="lease@example.com")
+
+    _, [claimed] = events_claim()
+
+    assert claimed.lease_expires_at == clock.current + dt.timedelta(seconds=7.5)
+
+
 def test_a_writing_handler_runs_once_per_event_when_a_batch_is_redelivered(world, clock, handler):
     handler(bump)
     contact, _ = contact_upsert(project=world.project, email="once@example.com")

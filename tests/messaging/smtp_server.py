@@ -44,6 +44,9 @@ class SmtpHandler:
     hold_after: int | None = None
     holding: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
+    # How long DATA of each message takes before its answer: a sender killed meanwhile has
+    # handed the message over but never learns it was accepted.
+    delay_seconds: float = 0.0
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, options: Any
@@ -54,6 +57,8 @@ class SmtpHandler:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        if self.delay_seconds:
+            await asyncio.sleep(self.delay_seconds)
         if self.hold_after is not None and len(self.received) >= self.hold_after:
             self.holding.set()
             while not self.release.is_set():
@@ -69,8 +74,8 @@ class SmtpHandler:
 
 
 class SmtpServer:
-    def __init__(self) -> None:
-        self.handler = SmtpHandler()
+    def __init__(self, *, delay_seconds: float = 0.0) -> None:
+        self.handler = SmtpHandler(delay_seconds=delay_seconds)
         self.port = free_port()
         self.running = False
         self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port)
