@@ -181,6 +181,7 @@ class LeasedScheduler(DatabaseScheduler):  # type: ignore[misc]  # Celery ships 
             return wait
         self.role = Role.ACTIVE
         self.read_while_active = False
+        self.setup_schedule()
         logger.info(
             "beat: active, scheduling periodic tasks (lease %s, %ss)",
             self.lease.token,
@@ -204,6 +205,13 @@ class LeasedScheduler(DatabaseScheduler):  # type: ignore[misc]  # Celery ships 
 
     # django-celery-beat's hooks: its `schedule` property reads the whole schedule again
     # when `schedule_changed` says so, after a `sync` of the entries sent since the last.
+
+    def setup_schedule(self) -> None:
+        # Writes `beat_schedule`'s entries to the database (`update_or_create` each): only
+        # the holder does, on taking the lease. Beats starting together all did, and the
+        # one that lost a race to add an entry logged an error; a standby writes nothing.
+        if self.active:
+            super().setup_schedule()
 
     def schedule_changed(self) -> bool:
         changed = bool(super().schedule_changed())

@@ -196,9 +196,7 @@ def test_a_standby_takes_over_when_the_lease_runs_out_and_keeps_the_last_run_it_
     ticks(active)
     wait = ticks(standby)
     assert sent(broker) == 1
-    # The standby read the probe as never run: were it to schedule from that, it would
-    # send it again at once.
-    assert standby.schedule[PROBE].last_run_at.year == 2020
+    assert standby.role == Role.STANDBY
 
     # The active process dies: it ticks no more, and its lease runs out.
     deadline = time.monotonic() + settings.BEAT_LEASE_SECONDS + 2
@@ -338,3 +336,21 @@ def test_a_schedule_read_again_between_two_ticks_does_not_send_a_task_twice(
     ticks(active)
 
     assert sent(broker) == 1
+
+
+@pytestmark_db
+def test_only_the_scheduler_that_takes_the_lease_writes_the_configured_entries(schedulers, broker):
+    PeriodicTask.objects.all().delete()
+    holder = Lease(broker, LEASE_KEY, 3.0)
+    holder.acquire()
+    standby = scheduler(schedulers)
+
+    ticks(standby)
+    assert standby.role == Role.STANDBY
+    assert not PeriodicTask.objects.exists()
+
+    holder.release()
+    ticks(standby)
+
+    assert standby.role == Role.ACTIVE
+    assert set(app.conf.beat_schedule) <= set(PeriodicTask.objects.values_list("name", flat=True))
