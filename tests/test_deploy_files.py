@@ -51,6 +51,12 @@ DEPLOY_ONLY = {
     "extra_float_digits",
     "query_timeout",
     "idle_transaction_timeout",
+    # The partitions section's tables, an example partition's name and the beat task.
+    "agent_toolcall",
+    "events_eventkey",
+    "events_event_p20270101",
+    "events_event_default",
+    "partitions.maintain",
 }
 # What a production process cannot start without (config/settings/production.py).
 REQUIRED = {
