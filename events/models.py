@@ -5,6 +5,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from config.db.ids import uuid7
 from config.runtime import clock
 from config.workqueue.models import WorkItem, due_index, lease_index
 from tenancy.models import Project
@@ -40,7 +41,7 @@ class Event(WorkItem):
     and the workers' queue: status, attempts, claim and lease columns come from the
     work-queue kit)."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events")
     event = models.CharField(max_length=200)
     source = models.CharField(

@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from config.api.errors import ServiceError
 from config.db.bulk import statement_run
 from config.db.cursor import binary_cursor
+from config.db.ids import uuid7
 from config.runtime import clock
 from events.models import Event, EventKey
 from events.validation import EventInput
@@ -123,7 +124,7 @@ def event_ingest(*, project: Project, item: EventInput) -> IngestResult:
 
 def _ingest_one(*, project: Project, item: EventInput) -> IngestResult:
     now = clock.now()
-    new_id = uuid.uuid4()
+    new_id = uuid7()
     # Bound and prepared on the server: the one statement of every single ingest.
     rows = statement_run(
         _INSERT_ONE,
@@ -184,7 +185,7 @@ def _ingest_many(
 ) -> int:
     """Inserts the items, fills in their results, and returns how many were new."""
     now = clock.now()
-    ids = [uuid.uuid4() for _ in valid]
+    ids = [uuid7() for _ in valid]
     if not valid:
         return 0
     with binary_cursor() as cursor:

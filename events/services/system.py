@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connections, router
 
 from config.db.bulk import statement_run
+from config.db.ids import uuid7
 from config.registries.outbox import SystemEvent
 from config.runtime import clock
 from events.models import SYSTEM_PREFIX, Event, EventSource
@@ -116,7 +117,7 @@ def emit_system_events(*, project: Project, name: str, events: Sequence[SystemEv
         return
     encoder = Event._meta.get_field("payload").encoder
     arrays: dict[str, list[Any]] = {
-        "id": [uuid.uuid4() for _ in events],
+        "id": [uuid7() for _ in events],
         "contact_id": [each.contact_id for each in events],
         "email": [each.email for each in events],
         "external_id": [each.external_id for each in events],

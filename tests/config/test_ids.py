@@ -1,0 +1,43 @@
+"""Time-ordered keys (config/db/ids.py)."""
+
+import time
+import uuid
+
+from config.db.ids import uuid7
+
+
+def test_a_key_is_a_version_7_uuid_of_the_rfc_variant_with_the_current_millisecond():
+    before = time.time_ns() // 1_000_000
+    key = uuid7()
+    after = time.time_ns() // 1_000_000
+
+    assert key.version == 7
+    assert key.variant == uuid.RFC_4122
+    assert before <= key.int >> 80 <= after
+
+
+def test_keys_of_later_milliseconds_sort_after_earlier_ones_and_none_repeats():
+    keys = []
+    for _ in range(3):
+        keys.append(uuid7())
+        time.sleep(0.002)
+
+    assert keys == sorted(keys)
+    assert len({uuid7() for _ in range(10_000)}) == 10_000
+
+
+def test_ingested_events_get_time_ordered_ids(api, world):
+    key = world.keys["project"]
+    first = api.post("/events", {"event": "signed_up", "email": "a@example.com"}, key=key).json()
+    time.sleep(0.002)
+    batch = api.post(
+        "/events/batch",
+        {"events": [{"event": "signed_up", "email": f"{n}@example.com"} for n in range(3)]},
+        key=key,
+    ).json()
+
+    ids = [uuid.UUID(first["data"]["id"])] + [
+        uuid.UUID(item["id"]) for item in batch["data"]["results"]
+    ]
+    assert all(key.version == 7 for key in ids)
+    assert ids[0] < min(ids[1:])
