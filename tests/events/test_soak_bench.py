@@ -12,6 +12,7 @@ from bench.soak import (
     batch_events,
     spread,
     summary,
+    trend,
 )
 
 
@@ -28,11 +29,18 @@ def test_spread_is_the_largest_figure_over_the_smallest_less_one() -> None:
     assert spread([0.0, 3.0]) is None
 
 
-def test_the_summary_says_which_figures_stayed_within_the_tolerance() -> None:
+def test_the_trend_is_the_last_third_of_the_steps_against_the_first() -> None:
+    assert trend([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]) == pytest.approx(55 / 15 - 1)
+    assert trend([10.0, 99.0, 10.0]) == 0
+    assert trend([]) is None
+    assert trend([0.0, 3.0, 4.0]) is None
+
+
+def test_the_summary_says_which_figures_got_worse_than_the_tolerance() -> None:
     steps = [
-        _step(1_000_000, ingest_events_per_s=20_000.0, claim_ms=1.0),
-        _step(2_000_000, ingest_events_per_s=18_000.0, claim_ms=1.2),
-        _step(3_000_000, ingest_events_per_s=17_500.0, claim_ms=1.1),
+        _step(1_000_000, ingest_events_per_s=20_000.0, claim_ms=1.0, sweep_ms=9.0),
+        _step(2_000_000, ingest_events_per_s=9_000.0, claim_ms=1.1, sweep_ms=8.0),
+        _step(3_000_000, ingest_events_per_s=17_500.0, claim_ms=1.2, sweep_ms=4.0),
     ]
 
     line = summary(steps)
@@ -40,22 +48,32 @@ def test_the_summary_says_which_figures_stayed_within_the_tolerance() -> None:
     assert line["name"] == "soak_summary"
     assert line["steps"] == 3
     assert line["events_total"] == 3_000_000
-    assert line["spread"]["ingest_events_per_s"] == pytest.approx(20_000 / 17_500 - 1, abs=1e-4)
-    assert line["within"]["ingest_events_per_s"] is True
-    assert line["spread"]["claim_ms"] == pytest.approx(0.2)
-    assert line["within"]["claim_ms"] is False
-    assert line["spread"]["sweep_ms"] == 0
+    # One slow step in the middle moves the spread, not the trend.
+    assert line["spread"]["ingest_events_per_s"] == pytest.approx(20_000 / 9_000 - 1, abs=1e-4)
+    assert line["trend"]["ingest_events_per_s"] == pytest.approx(-0.125)
+    assert line["held"]["ingest_events_per_s"] is True
+    # A cost that rose 20 % did not hold; one that fell by half did.
+    assert line["trend"]["claim_ms"] == pytest.approx(0.2)
+    assert line["held"]["claim_ms"] is False
+    assert line["held"]["sweep_ms"] is True
     assert line["flat"] is False
     assert line["table_mb_per_million_events"] == [1000.0, 1000.0, 1000.0]
 
 
-def test_a_soak_whose_figures_all_stay_within_the_tolerance_is_flat() -> None:
+def test_a_rate_that_fell_more_than_the_tolerance_did_not_hold() -> None:
+    steps = [_step(1_000_000, process_events_per_s=3_000.0), _step(2_000_000)]
+    steps[1]["process_events_per_s"] = 2_400.0
+
+    assert summary(steps)["held"]["process_events_per_s"] is False
+
+
+def test_a_soak_whose_figures_all_held_is_flat() -> None:
     steps = [_step(1_000_000), _step(2_000_000, purge_ms=11.4)]
 
     line = summary(steps)
 
     assert line["flat"] is True
-    assert all(line["within"].values())
+    assert all(line["held"].values())
 
 
 def test_each_batch_resends_keys_of_the_clients_previous_batch() -> None:
