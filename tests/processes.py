@@ -5,6 +5,7 @@ import contextlib
 import importlib.util
 import json
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -79,6 +80,21 @@ def children_of(pid: int) -> set[int]:
         if int(parent) == pid and state != "Z":
             found.add(int(entry.name))
     return found
+
+
+def spawn_logged(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`args` started from the project's root in a session of its own (so its whole group
+    can be signalled), with no input, its output and errors appended to `log`."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def reaped(pid: int) -> bool:

@@ -21,7 +21,7 @@ import pytest
 import redis
 from psycopg import sql
 
-from tests.processes import ROOT, free_port, request, wait_for
+from tests.processes import ROOT, free_port, request, spawn_logged, wait_for
 from tests.test_deploy_files import procfile_commands
 
 BIN = Path(sys.executable).parent
@@ -84,16 +84,7 @@ def production_env(database_url: str, port: int) -> dict[str, str]:
 
 
 def started(command: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            ["/bin/sh", "-c", f"exec {command}"],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    return spawn_logged(["/bin/sh", "-c", f"exec {command}"], env, log)
 
 
 def test_the_procfile_lines_start_work_together_and_stop_on_sigterm(database, tmp_path):

@@ -24,7 +24,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from config.beat import LEASE_KEY
 from config.celery import Queues, app
 from config.runtime.redisclient import broker_redis_client
-from tests.processes import ROOT, wait_for
+from tests.processes import spawn_logged, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,16 +56,11 @@ def probes(broker: redis.Redis) -> list[Probe]:
 class Beat:
     def __init__(self, name: str, env: dict[str, str], logdir: Path) -> None:
         self.log = logdir / f"{name}.log"
-        with self.log.open("ab") as out:
-            self.popen = subprocess.Popen(
-                [str(Path(sys.executable).parent / "celery"), "-A", "config", "beat", "-l", "info"],
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.popen = spawn_logged(
+            [str(Path(sys.executable).parent / "celery"), "-A", "config", "beat", "-l", "info"],
+            env,
+            self.log,
+        )
 
     @property
     def pid(self) -> int:

@@ -5,7 +5,10 @@ do not depend on how soon a publish reaches the workers (the trigger test is abo
 from dataclasses import dataclass
 from typing import Any
 
+from bench import keys
+from bench.standins import FcmStandin
 from tests.e2e.client import Api, unique
+from tests.pushproviders.sending import APNS_BUNDLE_ID, APNS_KEY_ID, APNS_TEAM_ID
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,29 @@ def publish_flows(api: Api) -> dict[str, Flow]:
         "time_out": awaiting(api, timeout="PT2S"),
         "pausable": Flow(api.automation(marks(pausable)), pausable),
     }
+
+
+def push_app(api: Api, fcm: FcmStandin) -> dict[str, Any]:
+    """A push app with its three providers: FCM at the loopback stand-in, APNs (sandbox)
+    and Web Push with the bench's keys."""
+    app: dict[str, Any] = api.post("/push/apps", {"name": unique("app-")}, status=201)
+    providers: dict[str, dict[str, Any]] = {
+        "fcm": {"service_account": keys.service_account(token_uri=fcm.token_uri)},
+        "apns": {
+            "apns_key_id": APNS_KEY_ID,
+            "apns_team_id": APNS_TEAM_ID,
+            "apns_private_key": keys.apns_p8(),
+            "apns_bundle_id": APNS_BUNDLE_ID,
+            "apns_environment": "sandbox",
+        },
+        "webpush": {
+            "web_vapid_private_key": keys.vapid_pair()[0],
+            "web_vapid_public_key": keys.vapid_pair()[1],
+            "web_vapid_subject": "mailto:push@example.com",
+        },
+    }
+    for platform, settings in providers.items():
+        api.post(
+            f"/push/apps/{app['id']}/providers", {"platform": platform, **settings}, status=201
+        )
+    return app

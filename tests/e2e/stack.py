@@ -30,7 +30,7 @@ from tests.e2e.logs import LogMark, traceback_excerpts
 from tests.pgbouncer import MISSING as PGBOUNCER_MISSING
 from tests.pgbouncer import PgBouncer
 from tests.pgbouncer import installed as pgbouncer_installed
-from tests.processes import ROOT, free_port, run_script
+from tests.processes import ROOT, free_port, run_script, spawn_logged
 
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
@@ -57,16 +57,7 @@ class Process:
         self.args = args
         self.env = env
         self.log = log
-        with log.open("ab") as out:
-            self.popen = subprocess.Popen(
-                args,
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.popen = spawn_logged(args, env, log)
 
     def running(self) -> bool:
         return self.popen.poll() is None

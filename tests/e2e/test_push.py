@@ -4,34 +4,14 @@ check what the real providers check)."""
 
 import secrets
 
-from bench import keys
 from tests.e2e.client import unique, until_value
-from tests.pushproviders.sending import APNS_BUNDLE_ID, APNS_KEY_ID, APNS_TEAM_ID
+from tests.e2e.flows import push_app
 
 
 def test_a_send_reaches_the_contact_s_devices_on_fcm_apns_and_web_push(
     topology, api, fcm, apns, webpush
 ):
-    app = api.post("/push/apps", {"name": unique("app-")}, status=201)
-    providers = {
-        "fcm": {"service_account": keys.service_account(token_uri=fcm.token_uri)},
-        "apns": {
-            "apns_key_id": APNS_KEY_ID,
-            "apns_team_id": APNS_TEAM_ID,
-            "apns_private_key": keys.apns_p8(),
-            "apns_bundle_id": APNS_BUNDLE_ID,
-            "apns_environment": "sandbox",
-        },
-        "webpush": {
-            "web_vapid_private_key": keys.vapid_pair()[0],
-            "web_vapid_public_key": keys.vapid_pair()[1],
-            "web_vapid_subject": "mailto:push@example.com",
-        },
-    }
-    for platform, settings in providers.items():
-        api.post(
-            f"/push/apps/{app['id']}/providers", {"platform": platform, **settings}, status=201
-        )
+    app = push_app(api, fcm)
     contact_id = api.contact(unique("device-owner-") + "@example.com")
     fcm_token = f"fcm-{secrets.token_urlsafe(24)}"
     apns_token = secrets.token_hex(32)

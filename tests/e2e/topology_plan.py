@@ -9,12 +9,10 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from bench import keys
 from bench.standins import BrowserSubscription, FcmStandin, WebPushStandin
 from tests.e2e.client import Api, Console, unique
-from tests.e2e.flows import Flow, awaits, marks
+from tests.e2e.flows import Flow, awaits, marks, push_app
 from tests.e2e.topology import MultiHostStack
-from tests.pushproviders.sending import APNS_BUNDLE_ID, APNS_KEY_ID, APNS_TEAM_ID
 
 # How long a wait for an event waits.
 WAIT_SECONDS = 3
@@ -138,26 +136,7 @@ def push_devices(
     api: Api, fcm: FcmStandin, webpush: WebPushStandin, size: int
 ) -> tuple[str, list[Devices]]:
     """A push app with its three providers, and `size` contacts with a device on each."""
-    app = api.post("/push/apps", {"name": unique("app-")}, status=201)
-    providers: dict[str, dict[str, Any]] = {
-        "fcm": {"service_account": keys.service_account(token_uri=fcm.token_uri)},
-        "apns": {
-            "apns_key_id": APNS_KEY_ID,
-            "apns_team_id": APNS_TEAM_ID,
-            "apns_private_key": keys.apns_p8(),
-            "apns_bundle_id": APNS_BUNDLE_ID,
-            "apns_environment": "sandbox",
-        },
-        "webpush": {
-            "web_vapid_private_key": keys.vapid_pair()[0],
-            "web_vapid_public_key": keys.vapid_pair()[1],
-            "web_vapid_subject": "mailto:push@example.com",
-        },
-    }
-    for platform, settings in providers.items():
-        api.post(
-            f"/push/apps/{app['id']}/providers", {"platform": platform, **settings}, status=201
-        )
+    app = push_app(api, fcm)
     found = []
     for _ in range(size):
         owner = Devices(
