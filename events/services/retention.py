@@ -20,7 +20,9 @@ PURGE_MAX_ROWS_PER_RUN = 100_000
 _TABLE = connection.ops.quote_name(Event._meta.db_table)
 _KEYS = connection.ops.quote_name(EventKey._meta.db_table)
 # One batch of a project's expired events and their keys, oldest first; an event being
-# processed stays until its worker is done with it.
+# processed stays until its worker is done with it. Raw SQL cascades nothing: the keys are
+# the only rows that point at events, and a table that comes to point at them must be
+# deleted here too.
 _PURGE = (
     # S608: names from the models.
     f"WITH doomed AS (SELECT id, created_at FROM {_TABLE} "  # noqa: S608
