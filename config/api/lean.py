@@ -4,8 +4,11 @@ its middleware stack and DRF's dispatch, by the same view code.
 A view class takes part by naming the methods it serves so (`lean_methods`) and giving a
 `lean_dispatch(request) -> LeanAnswer` classmethod (tenancy/api/base.py ProjectView: the
 same authentication, rate limit, project and scope checks, handler and error envelope as
-its DRF dispatch). This module knows no app: it finds those views in the URLconf, at
-paths without parameters, and serves the requests that match one exactly.
+its DRF dispatch). This module knows no app: it finds those views in the URLconf and
+serves the requests that match one. A path without parameters is found in a dict; a path
+with parameters (`/contacts/<uuid:contact_id>`) is resolved by Django's own resolver, so
+the route and its converted arguments are the ones Django would pick, and only paths that
+start as such a route does pay for the resolving.
 
 What the handler and middleware stack would have done around such a request is done here
 too: the Host check, the request id (`X-Request-Id`), the request metrics, the
@@ -30,7 +33,7 @@ from django.conf import settings
 from django.core import signals
 from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, resolve
 from django.urls.resolvers import RoutePattern
 
 from config.api.envelope import error_body
@@ -103,7 +106,7 @@ class LeanView(Protocol):
     lean_methods: frozenset[str]
 
     @classmethod
-    def lean_dispatch(cls, request: LeanRequest) -> LeanAnswer: ...
+    def lean_dispatch(cls, request: LeanRequest, kwargs: dict[str, Any]) -> LeanAnswer: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,14 @@ class Route:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A request's lean route and the arguments its path gave (none for a plain path)."""
+
+    route: Route
+    kwargs: dict[str, Any]
+
+
 @dataclass
 class LeanFront:
     """A WSGI application: the lean routes of the URLconf served here, every other request
@@ -120,30 +131,55 @@ class LeanFront:
 
     django: WsgiApp
     _routes: dict[tuple[str, str], Route] | None = field(default=None, init=False)
+    _prefixes: dict[str, tuple[str, ...]] | None = field(default=None, init=False)
 
     def routes(self) -> dict[tuple[str, str], Route]:
         if self._routes is None:
             self._routes = lean_routes()
         return self._routes
 
+    def prefixes(self) -> dict[str, tuple[str, ...]]:
+        if self._prefixes is None:
+            self._prefixes = lean_prefixes()
+        return self._prefixes
+
+    def match(self, method: str, path: str) -> Match | None:
+        """The lean route serving `method` at `path`, or None when Django serves it."""
+        route = self.routes().get((method, path))
+        if route is not None:
+            return Match(route, {})
+        prefixes = self.prefixes().get(method)
+        if not prefixes or not path.startswith(prefixes):
+            return None
+        try:
+            found = resolve(path)
+        except Resolver404:
+            return None
+        view = getattr(found.func, "cls", None)
+        if view is None or method not in getattr(view, "lean_methods", ()):
+            return None
+        # As the request metrics name a route (config/api/middleware.py route_of).
+        name = found.view_name if found.url_name else str(found.route)
+        return Match(Route(view=view, name=name), dict(found.kwargs))
+
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        route = self.routes().get((environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")))
-        if route is None or not _ordinary(environ):
+        match = self.match(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""))
+        if match is None or not _ordinary(environ):
             return self.django(environ, start_response)
         body = _read_body(environ)
         if body is None:
             return self.django(environ, start_response)
-        answer = serve(route, environ, body)
+        answer = serve(match, environ, body)
         # The reason phrase as Django writes it.
         reason = responses.get(answer.status, "Unknown Status Code")
         start_response(f"{answer.status} {reason}", answer.headers)
         return [answer.body]
 
 
-def lean_routes() -> dict[tuple[str, str], Route]:
-    """(method, path) -> route, for every view in the URLconf that serves methods leanly at
-    a path with no parameters."""
-    found: dict[tuple[str, str], Route] = {}
+def _lean_patterns() -> list[tuple[str, str, Route]]:
+    """(method, route, Route) for every view in the URLconf that serves methods leanly,
+    its route written as `path()` spells it, from the root (`contacts/<uuid:contact_id>`)."""
+    found: list[tuple[str, str, Route]] = []
 
     def walk(patterns: Iterable[Any], prefix: str, namespace: str) -> None:
         for pattern in patterns:
@@ -155,7 +191,7 @@ def lean_routes() -> dict[tuple[str, str], Route]:
                 if route or not str(pattern.pattern):
                     walk(pattern.url_patterns, prefix + route, inner)
                 continue
-            if not isinstance(pattern, URLPattern) or not route or "<" in route:
+            if not isinstance(pattern, URLPattern) or not route:
                 continue
             view = getattr(pattern.callback, "cls", None)
             methods = getattr(view, "lean_methods", None)
@@ -163,10 +199,29 @@ def lean_routes() -> dict[tuple[str, str], Route]:
                 continue
             name = f"{namespace}{pattern.name}" if pattern.name else prefix + route
             for method in methods:
-                found.setdefault((method, "/" + prefix + route), Route(view=view, name=name))
+                found.append((method, prefix + route, Route(view=view, name=name)))
 
     walk(get_resolver().url_patterns, "", "")
     return found
+
+
+def lean_routes() -> dict[tuple[str, str], Route]:
+    """(method, path) -> route, for every lean view at a path with no parameters."""
+    found: dict[tuple[str, str], Route] = {}
+    for method, route, served in _lean_patterns():
+        if "<" not in route:
+            found.setdefault((method, "/" + route), served)
+    return found
+
+
+def lean_prefixes() -> dict[str, tuple[str, ...]]:
+    """method -> the fixed starts of the lean views' paths with parameters (`/contacts/`):
+    only a path that starts so is worth resolving."""
+    found: dict[str, set[str]] = {}
+    for method, route, _ in _lean_patterns():
+        if "<" in route:
+            found.setdefault(method, set()).add("/" + route[: route.index("<")])
+    return {method: tuple(sorted(starts)) for method, starts in found.items()}
 
 
 def _ordinary(environ: dict[str, Any]) -> bool:
@@ -245,16 +300,17 @@ def _security_headers(environ: dict[str, Any]) -> list[tuple[str, str]]:
     return headers
 
 
-def serve(route: Route, environ: dict[str, Any], body: bytes) -> LeanAnswer:
+def serve(match: Match, environ: dict[str, Any], body: bytes) -> LeanAnswer:
     """Answers one request by its lean view, with what Django's handler and middleware
     would have done around it."""
+    route = match.route
     started = time.perf_counter()
     request_id = request_id_from(environ.get("HTTP_X_REQUEST_ID"))
     token = request_id_set(request_id)
     signals.request_started.send(sender=LeanFront, environ=environ)
     try:
         try:
-            answer = route.view.lean_dispatch(LeanRequest(environ, body, _json_body))
+            answer = route.view.lean_dispatch(LeanRequest(environ, body, _json_body), match.kwargs)
         except Exception:
             logger.exception("The lean path failed to answer %s", route.name)
             answer = _failure()

@@ -92,6 +92,8 @@ class ContactLookupView(ProjectView):
 class ContactDetailView(ProjectView):
     """One active contact: read, change, soft-delete."""
 
+    lean_methods = frozenset({"GET"})
+
     @extend_schema(responses={200: ContactSerializer}, operation_id="contacts_retrieve")
     def get(self, request: Request, contact_id: uuid.UUID) -> Response:
         contact = or_404(

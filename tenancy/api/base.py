@@ -80,7 +80,7 @@ class ProjectView(APIView):
         return dict(body.validated_data)
 
     @classmethod
-    def lean_dispatch(cls, request: LeanRequest) -> LeanAnswer:
+    def lean_dispatch(cls, request: LeanRequest, kwargs: dict[str, Any]) -> LeanAnswer:
         """Serves `request` as DRF's dispatch of this view would, without DRF's Request,
         negotiation and parser machinery: the view's authentication and permission
         classes, then its handler, every failure through the API's exception handler, the
@@ -91,7 +91,7 @@ class ProjectView(APIView):
         # handlers below are typed for DRF's Request; a LeanRequest carries what they read
         # (`method`, `META`, `data`, `query_params`, `auth`, `_request`), which
         # tests/config/test_lean.py shows case by case, so each call says arg-type.
-        view.setup(request)  # type: ignore[arg-type]
+        view.setup(request, **kwargs)  # type: ignore[arg-type]
         view.format_kwarg = None
         view.headers = dict(view.default_response_headers)
         request.view = view
@@ -103,7 +103,7 @@ class ProjectView(APIView):
                     break
             for permission in view.get_permissions():
                 permission.has_permission(request, view)  # type: ignore[arg-type]
-            response = getattr(view, request.method.lower())(request)
+            response = getattr(view, request.method.lower())(request, **kwargs)
         except Exception as error:
             response = envelope_exception_handler(error, {"view": view, "request": request})
         decision = getattr(request, "rate_limit", None)
