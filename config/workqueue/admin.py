@@ -1,11 +1,10 @@
 """The staff console's pages of a work-queue table: read-only rows and requeue, one at a time
 or many, for the rows whose retries ran out; every family's work-queue admin builds on these."""
 
-import uuid
 from typing import Any, ClassVar
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
@@ -71,8 +70,11 @@ class WorkQueueAdmin(BigTableAdmin):
 
     def get_urls(self) -> list[URLPattern]:
         return [
+            # Any key, as the admin's own `<path:object_id>/change/`: work-queue rows have
+            # UUID keys (events, deliveries) or integer ones (import chunks, fan-out
+            # batches); the view reads it as the model's key.
             path(
-                "<uuid:object_id>/requeue/",
+                "<path:object_id>/requeue/",
                 self.admin_site.admin_view(self.requeue_view),
                 name=f"{self._changelist_name()}_requeue",
             ),
@@ -93,13 +95,21 @@ class WorkQueueAdmin(BigTableAdmin):
         }
         return super().change_view(request, object_id, form_url, context)
 
-    def requeue_view(self, request: HttpRequest, object_id: uuid.UUID) -> HttpResponse:
+    def requeue_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         # Like the action: staff who may only view the queue must not change it.
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         if not self.has_change_permission(request):
             raise PermissionDenied
-        if self.requeue_rows(request, [object_id]):
+        try:
+            key = self.model._meta.pk.to_python(object_id)
+        except ValidationError:
+            # As the admin's own pages answer an object that does not exist.
+            self.message_user(
+                request, f"The {self.item} with key “{object_id}” does not exist.", messages.WARNING
+            )
+            return HttpResponseRedirect(reverse("admin:index"))
+        if self.requeue_rows(request, [key]):
             self.message_user(request, f"Requeued the {self.item}.", messages.SUCCESS)
         else:
             self.message_user(
