@@ -92,6 +92,10 @@ class WorkQueueAdmin(BigTableAdmin):
             **(extra_context or {}),
             "requeue_url_name": f"admin:{self._changelist_name()}_requeue",
             "requeue_label": f"Requeue this {self.item}",
+            # Nothing on the page can be edited: requeue is its one control.
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
         }
         return super().change_view(request, object_id, form_url, context)
 
