@@ -15,7 +15,7 @@ class ToolCallAdmin(ReadOnlyModelAdmin):
         "tool",
         "outcome",
         "status",
-        "duration_ms",
+        "duration",
         "project_id",
         "user_id",
         "api_key_id",
@@ -30,9 +30,13 @@ class ToolCallAdmin(ReadOnlyModelAdmin):
         "tool",
         "outcome",
         "status",
-        "duration_ms",
+        "duration",
         "project_id",
         "user_id",
         "api_key_id",
     )
     fields = readonly_fields
+
+    @admin.display(description="duration", ordering="duration_ms")
+    def duration(self, obj: ToolCall) -> str:
+        return f"{obj.duration_ms:,.1f} ms"

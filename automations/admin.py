@@ -95,7 +95,8 @@ class AutomationVersionAdmin(ReadOnlyModelAdmin):
 
 class RunStepInline(ReadOnlyInline):
     model = RunStep
-    ordering = ["started_at", "sequence", "id"]
+    # The run's own order: steps taken in one advance share a start time.
+    ordering = ["sequence", "started_at", "id"]
     show_change_link = False
     rows_select_related = ["email"]
     readonly_fields = (
@@ -140,6 +141,7 @@ class AutomationRunAdmin(ReadOnlyModelAdmin):
     list_display = [
         "id",
         "automation",
+        "contact",
         "status",
         "execution_mode",
         "trigger_event_name",
@@ -147,7 +149,7 @@ class AutomationRunAdmin(ReadOnlyModelAdmin):
         "completed_at",
     ]
     list_filter = ["status", "execution_mode", "terminal_reason"]
-    list_select_related = ["automation"]
+    list_select_related = ["automation", "contact"]
     search_fields = ["=id", "=automation__id", "=contact__id", "=trigger_event_id"]
     search_help_text = "Run, automation, contact or trigger event id (exact)."
     raw_id_fields = ["project", "automation", "version", "contact"]

@@ -10,7 +10,13 @@ from django.db.models import Count, Prefetch
 from django.urls import reverse
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from automations.models import FINISHED_RUN_STATUSES, AutomationRun, RunStatus, RunStep
+from automations.models import (
+    FINISHED_RUN_STATUSES,
+    AutomationRun,
+    ExecutionMode,
+    RunStatus,
+    RunStep,
+)
 from contacts.models import Contact
 from contacts.timeline import TimelineAction, TimelineEntry, admin_change_url
 
@@ -24,18 +30,24 @@ def may_cancel_runs(user: Any) -> bool:
 def run_timeline(
     *, contact: Contact, before: dt.datetime | None, limit: int, user: Any
 ) -> list[TimelineEntry]:
-    """The contact's runs, newest first, each with its steps (two queries)."""
+    """The contact's runs, newest first, each with its steps in the order the run took
+    them (two queries). A test run is labelled as one: it sent nothing, and its steps'
+    times are its virtual clock's."""
+    steps = RunStep.objects.order_by("sequence", "started_at", "id")
     runs = (
         AutomationRun.objects.filter(contact=contact)
         .select_related("automation")
-        .prefetch_related(Prefetch("steps", queryset=RunStep.objects.order_by("started_at", "id")))
+        .prefetch_related(Prefetch("steps", queryset=steps))
     )
     if before is not None:
         runs = runs.filter(created_at__lte=before)
     cancel = may_cancel_runs(user)
     entries = []
     for run in runs.order_by("-created_at", "-id")[:limit]:
+        test = run.execution_mode == ExecutionMode.TEST
         detail = f"trigger {run.trigger_event_name}"
+        if test:
+            detail = f"test run, nothing sent; step times on its virtual clock · {detail}"
         if run.terminal_reason:
             detail += f" · {run.terminal_reason}"
         if run.last_error:
@@ -49,7 +61,7 @@ def run_timeline(
                 at=run.created_at,
                 kind="run",
                 key=str(run.pk),
-                title=run.automation.name,
+                title=f"{run.automation.name} (test run)" if test else run.automation.name,
                 status=run.status,
                 detail=detail,
                 url=admin_change_url(run),

@@ -20,8 +20,9 @@ from contacts.topics.models import Subscription
 
 class MembershipInline(ReadOnlyInline):
     model = AudienceMembership
-    # Each row shows its audience: fetched with the memberships, not one query per row.
-    rows_select_related = ["audience"]
+    # Each row shows its audience and is titled with its contact: fetched with the
+    # memberships, not one query per row.
+    rows_select_related = ["audience", "contact"]
     readonly_fields = (
         "audience",
         "properties_display",
@@ -36,7 +37,7 @@ class MembershipInline(ReadOnlyInline):
 
 class SubscriptionInline(ReadOnlyInline):
     model = Subscription
-    rows_select_related = ["topic"]
+    rows_select_related = ["topic", "contact"]
     readonly_fields = (
         "topic",
         "status",

@@ -41,6 +41,9 @@ class BigTableAdmin(admin.ModelAdmin):
     paginator = CappedCountPaginator
     show_full_result_count = False
 
+    class Media:
+        css = {"all": ["console/console.css"]}
+
 
 class ReadOnlyModelAdmin(BigTableAdmin):
     """Rows that change only through the API (so events are emitted and rules hold): staff

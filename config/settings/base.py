@@ -121,6 +121,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+# The staff console shows times to the second (config/console/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["config.console.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

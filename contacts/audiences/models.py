@@ -84,4 +84,5 @@ class AudienceMembership(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.contact_id} in {self.audience_id}"
+        # Reads both rows: a page listing memberships selects them with it.
+        return f"{self.contact} in {self.audience}"

@@ -74,4 +74,5 @@ class Subscription(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.contact_id} {self.status} {self.topic_id}"
+        # Reads both rows: a page listing subscriptions selects them with it.
+        return f"{self.contact} {self.status} to {self.topic}"

@@ -4,6 +4,7 @@ whatever the history), cancelling a run from it, and lists whose query count doe
 grow with their rows."""
 
 import datetime as dt
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from automations.models import RunStatus
+from agent.models import ToolCall
+from automations.models import ExecutionMode, RunStatus
 from config.console.site import ProjectFilter, project_path
 from config.registries.console import (
     DashboardRow,
@@ -317,3 +319,67 @@ def test_a_list_costs_the_same_queries_with_more_rows(
 
     with django_assert_max_num_queries(few):
         assert admin_client.get(url).status_code == 200
+
+
+def test_a_test_run_is_labelled_on_the_timeline_and_steps_keep_the_runs_order(
+    admin_client, world, clock
+):
+    contact = ContactFactory(project=world.project, email="ada@example.com")
+    automation = AutomationFactory(project=world.project, name="Onboarding")
+    live = AutomationRunFactory(automation=automation, contact=contact)
+    test = AutomationRunFactory(
+        automation=automation, contact=contact, execution_mode=ExecutionMode.TEST
+    )
+    for run in (live, test):
+        # Taken in one advance: one start time, the run's order in `sequence`.
+        RunStepFactory(run=run, step_key="wait_purchase", sequence=2, started_at=T0)
+        RunStepFactory(run=run, step_key="welcome", type="send_email", sequence=1, started_at=T0)
+
+    page = admin_client.get(reverse("admin:contacts_contact_change", args=[contact.pk]))
+
+    html = page.content.decode()
+    assert html.count("Onboarding (test run)") == 1
+    assert html.count("test run, nothing sent") == 1
+    assert html.count(">Onboarding</a>") == 1
+    # In each run: welcome, then wait_purchase.
+    welcome = [i for i in range(len(html)) if html.startswith("welcome (", i)]
+    waits = [i for i in range(len(html)) if html.startswith("wait_purchase (", i)]
+    assert len(welcome) == len(waits) == 2
+    assert all(w < p for w, p in zip(welcome, waits, strict=True))
+
+
+def test_console_pages_read_as_words_and_times_to_the_second(admin_client, world, clock):
+    contact = ContactFactory(project=world.project, email="ada@example.com")
+    AudienceMembershipFactory(
+        contact=contact, audience__project=world.project, audience__name="VIP"
+    )
+    SubscriptionFactory(contact=contact, topic__project=world.project, topic__name="News")
+    run = AutomationRunFactory(automation__project=world.project, contact=contact)
+    RunStepFactory(run=run, started_at=T0 + dt.timedelta(seconds=7))
+    ToolCall.objects.create(
+        api_key_id=uuid.uuid4(),
+        project_id=world.project.id,
+        tool="contacts_get",
+        outcome="ok",
+        status=200,
+        duration_ms=6.84193500001129,
+        created_at=T0,
+    )
+
+    contact_html = admin_client.get(contact_page(contact)).content.decode()
+    run_html = admin_client.get(
+        reverse("admin:automations_automationrun_change", args=[run.pk])
+    ).content.decode()
+    runs_html = admin_client.get(reverse("admin:automations_automationrun_changelist")).content
+    calls_html = admin_client.get(reverse("admin:agent_toolcall_changelist")).content.decode()
+
+    # Relations by name, not "<uuid> in <uuid>".
+    assert "ada@example.com in VIP" in contact_html
+    assert "ada@example.com subscribed to News" in contact_html
+    # Times to the second; the runs list names each run's contact.
+    assert "2026-01-01 12:00:07" in run_html
+    assert b"ada@example.com" in runs_html
+    # Durations rounded, with their unit; date columns kept on one line.
+    assert "6.8 ms" in calls_html
+    assert "6.84193500001129" not in calls_html
+    assert "console/console.css" in calls_html
