@@ -30,7 +30,9 @@ Each step:
    that touches the events table, called by its beat name as a worker would run it
    (`events.sweep`, `events.purge_expired`: with the default retention it deletes
    nothing, so its cost must not grow with the table), and one `events_process_batch()`,
-   the claim's cost on a big table. Each is the median of five runs, in ms. The sweep
+   the claim's cost on a big table. Each is the median of `--repeat` runs (15), in ms:
+   a run of a few milliseconds moves by a third with a checkpoint, and five were too few
+   to tell that from a table that slows as it grows. The sweep
    runs with `EVENTS_WAKE_SETTLE_SECONDS` at 0: its last look after a pause of 0.3 s is
    a wait, not work, and would hide the rest.
 4. `table_mb`: the events table with its indexes and TOAST (every partition when it is
@@ -70,6 +72,7 @@ RESENT_PER_BATCH = 10
 NEW_PER_BATCH = BATCH_SIZE - RESENT_PER_BATCH
 CONTACTS = 300
 SAMPLE = 20_000
+REPEAT = 15
 TOLERANCE = 0.15
 # A step's clients stop after this long even if they have not posted the step's events.
 STEP_MAX_SECONDS = 4 * 3600
@@ -129,7 +132,7 @@ while True:
     finished = time.perf_counter()
 def median_ms(run):
     runs = []
-    for _ in range(5):
+    for _ in range({repeat}):
         began = time.perf_counter()
         run()
         runs.append(time.perf_counter() - began)
@@ -312,7 +315,9 @@ def _events_stored(ctx: Context, key: str, since: dt.date) -> int:
     return int(usage["totals"]["events_ingested"])
 
 
-def soak(ctx: Context, *, events: int, step: int, clients: int, sample: int) -> Iterator[Any]:
+def soak(
+    ctx: Context, *, events: int, step: int, clients: int, sample: int, repeat: int = REPEAT
+) -> Iterator[Any]:
     keys = ctx.keys()
     key = keys["keys"]["project"]
     since = dt.datetime.now(dt.UTC).date()
@@ -326,7 +331,7 @@ def soak(ctx: Context, *, events: int, step: int, clients: int, sample: int) -> 
         measured = _ingest(ctx, key, step, clients)
         log(f"step {number}/{count}: {measured.count} batches in {measured.seconds:.0f} s")
         mark_s, vacuum_s = _leave_sample(ctx, sample)
-        out = ctx.server().manage("shell", "-c", WORKER_CODE.format(sweeps=SWEEPS))
+        out = ctx.server().manage("shell", "-c", WORKER_CODE.format(sweeps=SWEEPS, repeat=repeat))
         worker = json.loads(out.strip().splitlines()[-1])
         before, stored = stored, _events_stored(ctx, key, since)
         if stored <= before:
@@ -369,9 +374,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sample", type=int, default=SAMPLE, help="events of each step a worker processes"
     )
+    parser.add_argument(
+        "--repeat", type=int, default=REPEAT, help="runs of each sweep, of which the median"
+    )
     args = parser.parse_args(argv)
-    if min(args.events, args.step, args.clients, args.sample) < 1:
-        parser.error("--events, --step, --clients and --sample must be positive")
+    if min(args.events, args.step, args.clients, args.sample, args.repeat) < 1:
+        parser.error("--events, --step, --clients, --sample and --repeat must be positive")
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         raise Stop(signal.Signals(signum).name)
@@ -395,6 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 step=args.step,
                 clients=args.clients,
                 sample=args.sample,
+                repeat=args.repeat,
             ):
                 line = json.dumps(result)
                 print(line, flush=True)
