@@ -26,13 +26,14 @@ from urllib.parse import quote, urlencode
 import orjson
 from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest, HttpResponseBase
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, ResolverMatch, resolve
 from rest_framework.response import Response
 
 from agent.catalog import Catalog
 from agent.schemas import path_arguments, query_arguments
 from config.api.errors import Issue, NotFound, ServiceError, ValidationFailed
 from config.api.exceptions import error_body_for
+from config.api.lean import lean_request
 from config.registries.agenttools import AgentTool
 from tenancy.access import Access, KeyRecord
 from tenancy.api.authentication import Settled, request_settle
@@ -153,9 +154,8 @@ def _split(tool: AgentTool, arguments: dict[str, Any]) -> _Request:
     return _Request(path=path, query=query, body=body, project_id=project_id)
 
 
-def _inner_request(
-    outer: HttpRequest, method: str, call: _Request, settled: Settled
-) -> WSGIRequest:
+def _inner_environ(outer: HttpRequest, method: str, call: _Request) -> tuple[dict[str, Any], bytes]:
+    """The WSGI environ and body of the REST request a call stands for."""
     # `allow_nan` keeps a NaN an agent sent as the `NaN` REST would refuse, not a null.
     body = b"" if call.body is None else json.dumps(call.body, allow_nan=True).encode()
     meta = outer.META
@@ -180,9 +180,24 @@ def _inner_request(
         environ["CONTENT_LENGTH"] = str(len(body))
     if call.project_id is not None:
         environ["HTTP_X_SERVICE_PROJECT_ID"] = call.project_id
-    request = WSGIRequest(environ)
-    request_settle(request, settled)
-    return request
+    return environ, body
+
+
+def _served(
+    match: ResolverMatch, method: str, environ: dict[str, Any], body: bytes, settled: Settled
+) -> tuple[int, Any]:
+    """The endpoint's status and JSON answer. A view that serves `method` on the lean path
+    (config/api/lean.py) answers there, as it does a client's request, without DRF's
+    dispatch; any other through its DRF view."""
+    view = getattr(match.func, "cls", None)
+    if view is not None and method in getattr(view, "lean_methods", ()):
+        request = lean_request(environ, body)
+        request_settle(request, settled)
+        answer = view.lean_dispatch(request, match.kwargs)
+        return answer.status, orjson.loads(answer.body) if answer.body else None
+    inner = WSGIRequest(environ)
+    request_settle(inner, settled)
+    return _answer(match.func(inner, **match.kwargs))
 
 
 def _answer(response: HttpResponseBase) -> tuple[int, Any]:
@@ -247,8 +262,8 @@ def tool_run(
         match = resolve(call.path)
         project, access = call.checked or (None, None)
         settled = Settled(key=key, rate_limit=rate_limit, project=project, access=access)
-        response = match.func(_inner_request(outer, tool.method, call, settled), **match.kwargs)
-        status, body = _answer(response)
+        environ, content = _inner_environ(outer, tool.method, call)
+        status, body = _served(match, tool.method, environ, content, settled)
     except Resolver404:
         return _error_outcome(NotFound("No such resource."))
     except Exception as exc:

@@ -331,6 +331,12 @@ def serve(match: Match, environ: dict[str, Any], body: bytes) -> LeanAnswer:
     return answer
 
 
+def lean_request(environ: dict[str, Any], body: bytes) -> LeanRequest:
+    """A request for a lean view's `lean_dispatch` made inside the process (an agent
+    tool's REST call), its body read as the API's JSON parser reads it."""
+    return LeanRequest(environ, body, _json_body)
+
+
 def _json_body(request: LeanRequest) -> Any:
     """The body as the API's JSON parser reads it, under the view's body limit."""
     return json_body(

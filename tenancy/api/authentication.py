@@ -32,10 +32,11 @@ class Settled:
     access: Access | None = None
 
 
-def request_settle(request: HttpRequest, settled: Settled) -> None:
+def request_settle(request: object, settled: Settled) -> None:
     """Marks a request built inside the process (an agent tool's REST call) as made with
     what its carrier already decided, so the view neither authenticates the key again nor
-    counts the call a second time against its rate limit."""
+    counts the call a second time against its rate limit. `request` is a Django request,
+    or the lean path's (config/api/lean.py), which carries the same attribute."""
     setattr(request, _SETTLED, settled)
 
 

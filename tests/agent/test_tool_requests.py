@@ -3,12 +3,14 @@ limit count, a project checked for routing) and decides none of it again; nothin
 client sends can stand in for that."""
 
 import json
+import uuid
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
+from rest_framework.views import APIView
 
 from tenancy.api.authentication import (
     Settled,
@@ -109,3 +111,57 @@ def test_a_settled_project_serves_only_its_own_key_and_project(world):
     )
     assert settled_project(request, key=owner, project_id=str(world.other_project.id)) is None
     assert settled_project(request, key=admin, project_id=str(world.project.id)) is None
+
+
+@pytest.fixture
+def drf_dispatches(monkeypatch):
+    """How many times DRF's dispatch served a view (counted, then run as ever)."""
+    calls: list[str] = []
+    real = APIView.dispatch
+
+    def counted(self: APIView, request: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(type(self).__name__)
+        return real(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(APIView, "dispatch", counted)
+    return calls
+
+
+def test_a_tool_whose_endpoint_is_lean_is_served_on_the_lean_path(api, world, drf_dispatches):
+    key = world.keys["personal_owner"]
+    contact = ContactFactory(project=world.project, email="ada@example.com")
+    project = str(world.project.id)
+
+    found = result(
+        tool_call(api, key, "contacts_get", {"project_id": project, "contact_id": str(contact.id)})
+    )
+    missing = result(
+        tool_call(
+            api, key, "contacts_get", {"project_id": project, "contact_id": str(uuid.uuid4())}
+        )
+    )
+    upserted = result(
+        tool_call(
+            api, key, "contacts_upsert", {"project_id": project, "email": "grace@example.com"}
+        )
+    )
+    refused = result(tool_call(api, key, "contacts_upsert", {"project_id": project, "email": "no"}))
+
+    assert found["structuredContent"]["email"] == "ada@example.com"
+    assert missing["isError"] is True
+    assert missing["structuredContent"]["code"] == "not_found"
+    assert upserted["structuredContent"]["email"] == "grace@example.com"
+    assert refused["structuredContent"]["issues"][0]["path"] == "email"
+    # The `/mcp` endpoint itself is a view of its own; the tools' endpoints took no DRF turn.
+    assert "ContactDetailView" not in drf_dispatches
+    assert "ContactUpsertView" not in drf_dispatches
+
+
+def test_a_tool_whose_endpoint_is_not_lean_goes_through_drf(api, world, drf_dispatches):
+    key = world.keys["personal_owner"]
+    ContactFactory(project=world.project)
+
+    listed = result(tool_call(api, key, "contacts_list", {"project_id": str(world.project.id)}))
+
+    assert listed["isError"] is False
+    assert "ContactListView" in drf_dispatches
