@@ -23,7 +23,8 @@ TEST_BROKER_URL := $(or $(CELERY_BROKER_URL),redis://127.0.0.1:6379/1)
 # module, on every run.
 TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test DATABASE_URL='$(TEST_DATABASE_URL)' \
 	CACHE_URL='$(TEST_CACHE_URL)' CELERY_BROKER_URL='$(TEST_BROKER_URL)' PYTHONDONTWRITEBYTECODE=
-# Where the browser tests leave screenshots of their failures (printed when a run fails).
+# Where the browser tests leave screenshots of their failures (printed when a run fails)
+# and of the preference page at phone width.
 SCREENSHOT_DIR ?= $(CURDIR)/.artifacts/screenshots
 # A hard bound so a hung test cannot hold CI forever; the end-to-end suite has its own.
 TEST_TIMEOUT ?= 900

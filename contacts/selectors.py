@@ -42,6 +42,17 @@ def contact_get(*, project: Project, contact_id: uuid.UUID | str) -> Contact | N
     return Contact.from_db(connection.alias, _COLUMNS, rows[0]) if rows else None
 
 
+def contact_get_for_link(*, contact_id: uuid.UUID) -> Contact | None:
+    """An active contact by id in whichever project holds it, with its project: for public
+    pages whose signed token names the contact (the preference page). None when unknown or
+    deleted."""
+    return (
+        Contact.objects.select_related("project")
+        .filter(id=contact_id, deleted_at__isnull=True)
+        .first()
+    )
+
+
 def contact_get_by_email(*, project: Project, email: str) -> Contact | None:
     """The active contact for an email in the project's normal form; None for an invalid one."""
     try:

@@ -66,6 +66,25 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field({"type": "boolean"})
+class StrictBooleanField(serializers.BooleanField):
+    """`true` or `false` and nothing else (no "yes", 1 or "true")."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID written as a JSON string: a number is not read as the UUID of that integer."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 @extend_schema_field(OpenApiTypes.EMAIL)
 class EmailMemberField(StrictCharField):
     """An email address; the service trims, validates and normalises it."""

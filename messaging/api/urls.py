@@ -7,6 +7,7 @@ from messaging.api.views import campaigns
 from messaging.api.views.campaigns import CampaignView
 from messaging.api.views.domains import DomainDetailView, DomainListView, DomainVerifyView
 from messaging.api.views.emails import EmailDetailView, EmailListView, TemplateTestView
+from messaging.api.views.preferences import ContactPreferencesView
 from messaging.api.views.suppressions import SuppressionDetailView, SuppressionListView
 from messaging.api.views.templates import (
     TemplateDetailView,
@@ -103,6 +104,11 @@ urlpatterns = [
     path("emails/<uuid:email_id>", EmailDetailView.as_view(), name="email-detail"),
     path("suppressions", SuppressionListView.as_view(), name="suppression-list"),
     path("suppressions/<email:email>", SuppressionDetailView.as_view(), name="suppression-detail"),
+    path(
+        "contacts/<uuid:contact_id>/preferences",
+        ContactPreferencesView.as_view(),
+        name="contact-preferences",
+    ),
     path("domains", DomainListView.as_view(), name="domain-list"),
     path("domains/<uuid:domain_id>", DomainDetailView.as_view(), name="domain-detail"),
     path("domains/<uuid:domain_id>/verify", DomainVerifyView.as_view(), name="domain-verify"),

@@ -1,5 +1,6 @@
 """Views of the links in sent mail. Plain Django views, not API views: they answer an
-image, a redirect and HTML pages, and are left out of the OpenAPI document.
+image, a redirect and HTML pages, and are left out of the OpenAPI document. The
+preference page has a module of its own (preferences.py).
 
 A tampered or malformed token is 404 (in the error envelope, like every error of the
 service). HEAD answers like GET but records nothing: link checkers and scanners send it.

@@ -5,7 +5,8 @@ Templates are written by customers, so they run in a sandbox: no file system, no
 undefined variable renders empty and is reported by its dotted path
 (`contact.fields.first_name`), so a preview can say what a real send would miss.
 
-Variables: `contact` (`id`, `email`, `external_id`, `fields`), `event` (`event`,
+Variables: `contact` (`id`, `email`, `external_id`, `fields`), `preferences_url` (the
+contact's preference page; like `contact`, undefined without one), `event` (`event`,
 `payload`), `data` (the caller's data) and `project` (`id`, `name`); senders may add
 more (automations add `steps`). Values inserted into `html` are HTML-escaped; `subject`,
 `text` and push content are plain text.
@@ -28,6 +29,7 @@ from contacts.models import Contact
 from messaging.errors import TemplateRenderFailed
 from messaging.models.templates import Channel, TemplateVersion
 from messaging.services.liquidbounds import RenderBudget, bound_work
+from messaging.services.tokens import preferences_url
 from tenancy.models import Project
 
 # The content members of each channel, in the order they are rendered and reported.
@@ -221,6 +223,10 @@ class SampleEvent:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
+# The variable of the contact's preference page (`/p/{token}`), set with `contact`.
+PREFERENCES_URL = "preferences_url"
+
+
 def template_context(
     *,
     project: Project,
@@ -230,7 +236,8 @@ def template_context(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The variables a template renders with. A missing contact or event stays undefined,
-    so `{{ contact.email }}` without one is reported rather than silently empty."""
+    so `{{ contact.email }}` without one is reported rather than silently empty; so does
+    `preferences_url`, the contact's preference page, which only a contact has."""
     variables: dict[str, Any] = {
         "project": {"id": str(project.id), "name": project.name},
         "data": dict(data or {}),
@@ -242,6 +249,7 @@ def template_context(
             external_id=contact.external_id,
             fields=dict(contact.fields or {}),
         )
+        variables[PREFERENCES_URL] = preferences_url(contact.id)
     if event is not None:
         variables["event"] = {"event": event.event, "payload": event.payload}
     variables.update(extra or {})

@@ -17,13 +17,19 @@ from messaging.errors import TemplateRenderFailed
 from messaging.models.templates import TemplateVersion
 from messaging.services.rendering import (
     _MISSING,
+    PREFERENCES_URL,
     RenderedEmail,
     _parsed,
     _recording,
     _render_source,
     template_context,
 )
+from messaging.services.tokens import preferences_url
 from tenancy.models import Project
+
+# The variables that differ from contact to contact of a campaign: `contact` (its
+# `contact_variables`) and the link to its preference page made from its id.
+_PER_CONTACT = frozenset({"contact", PREFERENCES_URL})
 
 # Path segments liquid resolves specially (`.size` of a list, `.first` of a hash ...).
 _SPECIAL_SEGMENTS = frozenset({"size", "first", "last"})
@@ -131,19 +137,22 @@ class _Member(_Statements):
     batch), with the same result as `_render_source` with the whole context each time, but
     doing less per contact:
 
-    - a member that never reads `contact` (liquid's static analysis of its variables) is
-      rendered once, for the first contact, and that result (or failure) serves them all;
+    - a member that never reads `contact` or `preferences_url` (liquid's static analysis
+      of its variables) is rendered once, for the first contact, and that result (or
+      failure) serves them all;
     - a member made only of text and output statements (`{{ ... }}`, no tags, so nothing
       a render could change in its context) keeps one render context and evaluates the
-      statements with it, swapping the `contact` variable: no context, buffer and scope
-      per render. Any error, or an output past the sandbox's limit, is rendered again the
-      ordinary way, which reports it exactly as a lone render would;
+      statements with it, swapping the `contact` variable (and `preferences_url`): no
+      context, buffer and scope per render. Any error, or an output past the sandbox's
+      limit, is rendered again the ordinary way, which reports it exactly as a lone
+      render would;
     - anything else renders the ordinary way."""
 
     def __init__(self, source: str | None, shared: dict[str, Any], *, path: str, html: bool):
         super().__init__(source, path=path, html=html)
         self.shared = shared
         self.constant = False
+        self.links = True
         self.once: tuple[str | None, TemplateRenderFailed | None] | None = None
         template = self.template
         if template is None:
@@ -153,8 +162,11 @@ class _Member(_Statements):
             for variables in template.analyze(include_partials=False).globals.values()
             for variable in variables
         ]
-        # A root that is not a plain name is computed while rendering: it may be `contact`.
-        self.constant = all(isinstance(root, str) and root != "contact" for root in roots)
+        # A root that is not a plain name is computed while rendering: it may be `contact`
+        # or `preferences_url`.
+        self.constant = all(isinstance(root, str) and root not in _PER_CONTACT for root in roots)
+        # The preference page's link costs a signature: made only for members that read it.
+        self.links = any(not isinstance(root, str) or root == PREFERENCES_URL for root in roots)
         if not self.constant:
             # What `BoundTemplate.render` puts in scope, later ones first: the template's
             # globals and matter, the variables, and `partial` (`render_with_context`).
@@ -168,13 +180,16 @@ class _Member(_Statements):
 
     def _ordinary(self, contact: dict[str, Any]) -> str:
         assert self.source is not None
-        return _render_source(
-            self.source, {**self.shared, "contact": contact}, path=self.path, html=self.html
-        )
+        variables = {**self.shared, "contact": contact}
+        if self.links:
+            variables[PREFERENCES_URL] = preferences_url(contact["id"])
+        return _render_source(self.source, variables, path=self.path, html=self.html)
 
     def _statements(self, contact: dict[str, Any]) -> str | None:
         scope = self.globals
         scope["contact"] = contact
+        if self.links:
+            scope[PREFERENCES_URL] = preferences_url(contact["id"])
         return self.evaluate(scope)
 
     def render(self, contact: dict[str, Any]) -> str | None:

@@ -1,7 +1,7 @@
-"""Signed tokens in public links: unsubscribe, the open pixel and click redirects.
-A token names the email (and what the link needs: the recipient, the original URL); it
-cannot be forged or altered, and a tampered or malformed one reads as None (the public
-pages answer 404).
+"""Signed tokens in public links: unsubscribe, the open pixel, click redirects and the
+preference page. A token names the email (and what the link needs: the recipient, the
+original URL) or, for the preference page, the contact; it cannot be forged or altered,
+and a tampered or malformed one reads as None (the public pages answer 404).
 
 Each kind has its own salt, so a token of one kind never reads as another. The open and
 click tokens carry no timestamp (links keep working as long as the mail is kept); the
@@ -15,9 +15,12 @@ from urllib.parse import urlsplit
 
 from django.core import signing
 
+from messaging import conf
+
 UNSUBSCRIBE_SALT = "messaging.unsubscribe"
 OPEN_SALT = "messaging.open"
 CLICK_SALT = "messaging.click"
+PREFERENCES_SALT = "messaging.preferences"
 
 _BAD_TOKEN = (signing.BadSignature, KeyError, IndexError, TypeError, ValueError, AttributeError)
 
@@ -91,3 +94,24 @@ def click_token_read(token: str) -> ClickToken | None:
         return ClickToken(email_id=uuid.UUID(hex=email_hex), url=url)
     except _BAD_TOKEN:
         return None
+
+
+def preferences_token(contact_id: uuid.UUID | str) -> str:
+    """The token of the preference page `/p/{token}` of one contact (76 URL-safe
+    characters). It carries no timestamp: the link keeps working as long as the mail is
+    kept, as the unsubscribe link does."""
+    return signing.Signer(salt=PREFERENCES_SALT).sign(_uuid(contact_id).hex)
+
+
+def preferences_token_read(token: str) -> uuid.UUID | None:
+    """The contact id `preferences_token` signed, or None for a tampered or malformed token."""
+    try:
+        return uuid.UUID(hex=signing.Signer(salt=PREFERENCES_SALT).unsign(token))
+    except _BAD_TOKEN:
+        return None
+
+
+def preferences_url(contact_id: uuid.UUID | str) -> str:
+    """`{PUBLIC_BASE_URL}/p/{token}`: the contact's preference page, the `preferences_url`
+    every template with a contact renders with."""
+    return f"{conf.public_base_url()}/p/{preferences_token(contact_id)}"

@@ -35,11 +35,11 @@ class Tracking:
 
     def tracked_url(self, url: str) -> str | None:
         """The click redirect for an href, or None to keep it: only absolute http(s)
-        links are tracked, never our own public pages (the unsubscribe page, links
-        tracked already) nor a link whose redirect would be too long."""
+        links are tracked, never our own public pages (the unsubscribe and preference
+        pages, links tracked already) nor a link whose redirect would be too long."""
         if not is_web_url(url):
             return None
-        if any(url.startswith(f"{self.base_url}{prefix}") for prefix in ("/u/", "/t/")):
+        if any(url.startswith(f"{self.base_url}{prefix}") for prefix in ("/u/", "/p/", "/t/")):
             return None
         tracked = self.click_url(url)
         return tracked if len(tracked) <= MAX_TRACKED_LINK_LENGTH else None

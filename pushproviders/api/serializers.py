@@ -7,6 +7,7 @@ from config.api.jsonvalues import json_size
 from config.api.serializers import (
     EmailMemberField,
     JsonObjectField,
+    StrictBooleanField,
     StrictCharField,
     StrictSerializer,
     at_least_one_member,
@@ -107,16 +108,6 @@ class ServiceAccountField(serializers.Field[Any, Any, Any, Any]):
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, (dict, str)):
             self.fail("invalid")
-        return data
-
-
-@extend_schema_field({"type": "boolean"})
-class StrictBooleanField(serializers.BooleanField):
-    """`true` or `false` and nothing else (no "yes", 1 or "true")."""
-
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
         return data
 
 

@@ -1,8 +1,10 @@
-"""A real browser for the staff console: Debian's chromium and chromium-driver, headless,
-driving the admin through Django's live server. `make test` installs both when they are
-missing and it runs as root; without them these tests skip, saying what to install.
+"""A real browser for the staff console and the public pages: Debian's chromium and
+chromium-driver, headless, driving them through Django's live server. `make test`
+installs both when they are missing and it runs as root; without them these tests skip,
+saying what to install.
 A failing test leaves a screenshot in SCREENSHOT_DIR (default .artifacts/screenshots),
-which `make test` names when the run fails."""
+which `make test` names when the run fails; the preference page's test also keeps one of
+the page at phone width there."""
 
 import os
 import re

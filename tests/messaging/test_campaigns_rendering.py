@@ -13,6 +13,7 @@ from messaging.errors import TemplateRenderFailed
 from messaging.models import TemplateVersion
 from messaging.services.rendering import OUTPUT_LIMIT_BYTES, render_email, template_context
 from messaging.services.rendering_batch import EmailRenderer
+from messaging.services.tokens import preferences_token
 from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -55,6 +56,12 @@ VERSIONS = {
         "{% increment c %}{% increment c %}",
     ),
     "a root computed while rendering": ("{{ [project.name].email }}", None, "plain"),
+    # Each contact's own preference page, read alone, with the contact and under a tag.
+    "the preference page's link": (
+        "{{ preferences_url }}",
+        '<a href="{{ preferences_url }}">{{ contact.email }}</a>',
+        "{% if preferences_url %}Preferences: {{ preferences_url | upcase }}{% endif %}",
+    ),
 }
 
 
@@ -120,3 +127,17 @@ def test_a_member_that_reads_no_contact_is_rendered_once_for_the_batch():
 
     assert one == two == ("News from Shop", None, "Hi")
     assert one[0] is two[0]
+
+
+def test_each_contact_links_its_own_preference_page(settings):
+    settings.PUBLIC_BASE_URL = "https://mail.example.org"
+    project = ProjectFactory(name="Shop")
+    version = TemplateVersion(subject="{{ preferences_url }}", html=None, text=None)
+    renderer = EmailRenderer(version, project=project)
+    first, second = contacts(project)[:2]
+
+    one = renderer.render(template_context(project=project, contact=first)["contact"])[0]
+    two = renderer.render(template_context(project=project, contact=second)["contact"])[0]
+
+    assert one == f"https://mail.example.org/p/{preferences_token(first.id)}"
+    assert two == f"https://mail.example.org/p/{preferences_token(second.id)}"

@@ -17,13 +17,15 @@ from messaging.services.rendering import (
     render_version,
     template_context,
 )
+from messaging.services.tokens import preferences_token
 from tests.contacts.factories import ContactFactory
 from tests.messaging.factories_templates import TemplateVersionFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def test_the_context_holds_the_four_variable_families(world):
+def test_the_context_holds_the_variable_families(world, settings):
+    settings.PUBLIC_BASE_URL = "https://mail.example.org"
     contact = ContactFactory(
         project=world.project, email="a@example.com", external_id="x1", fields={"k": 1}
     )
@@ -41,9 +43,12 @@ def test_the_context_holds_the_four_variable_families(world):
             "external_id": "x1",
             "fields": {"k": 1},
         },
+        "preferences_url": f"https://mail.example.org/p/{preferences_token(contact.id)}",
         "event": {"event": "order.completed", "payload": {"total": 3}},
         "data": {"coupon": "C"},
     }
+    # Without a contact there is no preference page to link.
+    assert "preferences_url" not in template_context(project=world.project)
 
 
 def test_senders_may_add_variables_of_their_own(world):
