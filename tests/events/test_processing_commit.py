@@ -1,9 +1,12 @@
 """Event processing when PostgreSQL refuses the COMMIT of a batch: the events are due again
 after the backoff at once (not after their lease), nothing the batch did was kept (the
 contact it created, its `sendrealm.contact.created`, the catalog's count, the handlers'
-writes), and the retry does it all once."""
+writes), and the retry does it all once. The refusals are a trigger of the tests
+(tests/config/commit_refusal.py) and, in the last test, the events' own deferred foreign
+key to their contact."""
 
 import datetime as dt
+import threading
 
 import pytest
 from django.db import connection
@@ -107,3 +110,47 @@ def test_an_event_whose_commits_keep_failing_is_dead_lettered_and_can_be_requeue
     event.refresh_from_db()
     assert event.status == EventStatus.PROCESSED
     assert event.contact_id == Contact.objects.get(email="ada@example.com").id
+
+
+def test_a_contact_removed_while_its_event_was_processed_fails_the_commit_not_the_worker(
+    world, clock, handler
+):
+    """No trigger of the tests: the event's foreign key to its contact is checked at COMMIT
+    (deferred), and another transaction removed the contact the batch had resolved (a
+    purge), so PostgreSQL refuses the commit. The retry resolves the email again."""
+    contact = Contact.objects.create(project=world.project, email="gone@example.com")
+    event = ingest(world, email="gone@example.com")
+    removed: list[int] = []
+
+    def purge() -> None:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("DELETE FROM contacts_contact WHERE id = %s", [contact.id])
+                removed.append(cursor.rowcount)
+        finally:
+            connection.close()
+
+    def remove_it_meanwhile(*, event: Event, contact: Contact | None) -> None:
+        if not removed:
+            thread = threading.Thread(target=purge)
+            thread.start()
+            thread.join()
+
+    handler(remove_it_meanwhile)
+    outcome = events_process_batch()
+
+    assert (removed, outcome.processed, outcome.failed) == ([1], [], 1)
+    event.refresh_from_db()
+    assert (event.status, event.error_code, event.contact_id) == (
+        EventStatus.FAILED,
+        "commit_failed",
+        None,
+    )
+    assert event.last_error.startswith("CommitFailed: IntegrityError: ")
+    assert "contact_id" in event.last_error
+
+    clock.advance(seconds=2)
+    drain()
+    event.refresh_from_db()
+    assert event.status == EventStatus.PROCESSED
+    assert event.contact_id == Contact.objects.get(email="gone@example.com").id != contact.id
