@@ -9,7 +9,9 @@ runs, import batches) keeps its work on its own rows and uses this kit:
   are taken over), run a claimed batch in one transaction, record success in bulk and
   failure per row (permanent errors dead-letter at once, transient ones retry with
   backoff until the attempts run out), requeue from the dead-letter queue, and drain;
-  its claim statement is `claiming`'s and its outcome writes are `recording`'s.
+  its claim statement is `claiming`'s, its outcome writes are `recording`'s, and a batch
+  whose transaction fails at its commit is handed back at once by `committing` (each
+  row a failed attempt, retried with backoff or dead-lettered, not left to its lease).
 - `work.BatchWork`: what a family does with a claimed batch (`PerItem` values for the
   done rows, and the `BatchOutcome` of a batch).
 - `policy.RetryPolicy`: exponential backoff with equal jitter and a cap, overridable per

@@ -33,3 +33,11 @@ class TimeLimitReached(WorkError):
     failed attempt is."""
 
     code = "time_limit"
+
+
+class CommitFailed(WorkError):
+    """The transaction of the row's batch failed at its commit (a serialization failure or
+    deadlock found then, a deferred constraint, the connection lost), so nothing the
+    attempt did was kept; it is retried as any failed attempt is."""
+
+    code = "commit_failed"

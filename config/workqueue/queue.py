@@ -13,6 +13,15 @@ over there rolls back, renews the lease of the rows it still holds and is redone
 the lost one. The batch runs in one savepoint; only
 when an item fails is it run again with a savepoint per item, so a failure costs only its
 own writes and a batch without failures pays for no per-item savepoints.
+
+When the batch's transaction fails at its COMMIT (a serialization failure or deadlock
+found then, a deferred constraint, the connection lost), nothing of it was kept, and its
+rows are not left `processing` until their lease runs out: a fresh transaction hands each
+row the claim still holds back as a failed attempt (`CommitFailed`, or the item's own
+error when it had failed in the batch), retried after the policy's backoff or
+dead-lettered once out of attempts, and the batch returns as one with failures does
+(`committing.batch_hand_back`). Only when that cannot be written either (the database
+is away) does the commit's error go on, and the lease hands the rows on.
 """
 
 import datetime as dt
@@ -31,10 +40,11 @@ from django.db.models import Prefetch, prefetch_related_objects
 from config.runtime import clock
 from config.workqueue import wake as wakeup
 from config.workqueue.claiming import rows_claim
+from config.workqueue.committing import CommitLost, Failures, batch_hand_back, batch_transaction
 from config.workqueue.errors import TimeLimitReached, WorkerLost
 from config.workqueue.models import WorkStatus
 from config.workqueue.policy import RetryPolicy
-from config.workqueue.recording import done_record, failure_record
+from config.workqueue.recording import done_record, failure_record, rows_held
 from config.workqueue.registry import register_queue, work_outcomes_count
 from config.workqueue.work import BatchOutcome, BatchWork, T
 
@@ -157,15 +167,35 @@ class WorkQueue(Generic[T]):
         run twice in one attempt when another item of its batch failed; only the second
         run's writes are kept. Without the re-lock (`relock`), a batch whose done mark
         finds rows taken over is rolled back (`dropped` for each item it had kept) and
-        run again without them.
+        run again without them. A batch whose commit fails is handed back at once, each
+        row a failed attempt (`committing.batch_hand_back`); nothing of it is done.
         """
         if outcome is None:
             outcome = BatchOutcome(claimed=len(items))
         failed_before, dead_before = outcome.failed, outcome.dead_lettered
         while True:
             tally = (outcome.failed, outcome.dead_lettered, outcome.skipped, outcome.next_retry_at)
+            failures: Failures = {}
             try:
-                done = self._run_batch(token=token, items=items, work=work, outcome=outcome)
+                done = self._run_batch(
+                    token=token, items=items, work=work, outcome=outcome, failures=failures
+                )
+            except CommitLost as failed:
+                # Its failure marks were rolled back with it: recounted as they are redone.
+                outcome.failed, outcome.dead_lettered, outcome.skipped, outcome.next_retry_at = (
+                    tally
+                )
+                batch_hand_back(
+                    self.model,
+                    self.retry_policy,
+                    token=token,
+                    items=items,
+                    work=work,
+                    error=failed.error,
+                    failures=failures,
+                    outcome=outcome,
+                )
+                done = []
             except _ClaimsLost as lost:
                 # Its writes and failure marks were rolled back: counted again in the rerun.
                 outcome.failed, outcome.dead_lettered, outcome.skipped, outcome.next_retry_at = (
@@ -205,23 +235,21 @@ class WorkQueue(Generic[T]):
         return held
 
     def _run_batch(
-        self, *, token: uuid.UUID, items: list[T], work: BatchWork[T], outcome: BatchOutcome
+        self,
+        *,
+        token: uuid.UUID,
+        items: list[T],
+        work: BatchWork[T],
+        outcome: BatchOutcome,
+        failures: Failures,
     ) -> list[T]:
-        """One pass over the batch in its transaction; the items done."""
+        """One pass over the batch in its transaction; the items done. The failures it
+        records are noted in `failures` too, to be recorded again if its commit fails."""
         if not items:
             return []
-        with transaction.atomic():
+        with batch_transaction():
             if self.relock:
-                # Locked by key alone and checked here: a filter on status would let the
-                # planner pick the partial lease index, which a busy queue fills with dead
-                # entries faster than vacuum clears them.
-                held = {
-                    pk
-                    for pk, status, holder in self._rows.select_for_update()
-                    .filter(pk__in=[item.pk for item in items])
-                    .values_list("pk", "status", "claim_token")
-                    if status == WorkStatus.PROCESSING and holder == token
-                }
+                held = rows_held(self.model, token=token, keys=[item.pk for item in items])
                 # Rows not held were taken over by another worker (our lease ran out).
                 outcome.skipped += sum(1 for item in items if item.pk not in held)
                 items = [item for item in items if item.pk in held]
@@ -232,11 +260,12 @@ class WorkQueue(Generic[T]):
                     name = self.model._meta.verbose_name
                     lost = WorkerLost(f"Workers kept stopping while processing this {name}.")
                     self._failed(item, token=token, error=lost, outcome=outcome)
+                    failures[item.pk] = (lost, False)
                 else:
                     live.append(item)
             done = self._run_together(live, work) if len(live) > 1 else None
             if done is None:
-                done = self._run_apart(live, work, token=token, outcome=outcome)
+                done = self._run_apart(live, work, token=token, outcome=outcome, failures=failures)
             if done:
                 work.finish(done)
                 marked = done_record(
@@ -270,20 +299,47 @@ class WorkQueue(Generic[T]):
         and names them, then `finish` writes for exactly those in the same transaction:
         one statement where `run` locks the rows, checks them, opens a savepoint and then
         updates them. Rows another worker took over (the lease ran out) are skipped, as in
-        `run`; a row is done however many attempts it took, since its work did happen."""
+        `run`; a row is done however many attempts it took, since its work did happen.
+        When the transaction fails at its commit, the rows are handed back as in `run`
+        (each `dropped`, then a failed attempt), and their work may be done again."""
         outcome = BatchOutcome(claimed=len(items))
         if not items:
             return outcome
-        with transaction.atomic():
-            marked = done_record(
-                self.model, token=token, items=items, values=work.done_values(items), held=False
+        try:
+            with batch_transaction():
+                marked = done_record(
+                    self.model,
+                    token=token,
+                    items=items,
+                    values=work.done_values(items),
+                    held=False,
+                )
+                done = [item for item in items if item.pk in marked]
+                if done:
+                    work.finish(done)
+                outcome.skipped = len(items) - len(done)
+        except CommitLost as failed:
+            outcome.skipped = 0
+            batch_hand_back(
+                self.model,
+                self.retry_policy,
+                token=token,
+                items=items,
+                work=work,
+                error=failed.error,
+                failures={},
+                outcome=outcome,
             )
-            done = [item for item in items if item.pk in marked]
-            if done:
-                work.finish(done)
-            outcome.skipped = len(items) - len(done)
+            done = []
         outcome.processed.extend(item.pk for item in done)
-        work_outcomes_count(self.label, done=len(done), retried=0, dead_lettered=0)
+        work_outcomes_count(
+            self.label,
+            done=len(done),
+            retried=outcome.failed,
+            dead_lettered=outcome.dead_lettered,
+        )
+        if outcome.next_retry_at is not None:
+            self.wake_later(countdown=(outcome.next_retry_at - clock.now()).total_seconds())
         return outcome
 
     def _run_together(self, items: list[T], work: BatchWork[T]) -> list[T] | None:
@@ -304,7 +360,13 @@ class WorkQueue(Generic[T]):
         return items
 
     def _run_apart(
-        self, items: list[T], work: BatchWork[T], *, token: uuid.UUID, outcome: BatchOutcome
+        self,
+        items: list[T],
+        work: BatchWork[T],
+        *,
+        token: uuid.UUID,
+        outcome: BatchOutcome,
+        failures: Failures,
     ) -> list[T]:
         """Each item in a savepoint of its own; failures are recorded as they happen."""
         done: list[T] = []
@@ -318,6 +380,7 @@ class WorkQueue(Generic[T]):
             except Exception as error:
                 work.dropped(item)
                 self._failed(item, token=token, error=error, outcome=outcome)
+                failures[item.pk] = (error, True)
                 continue
             work.kept(item)
             done.append(item)

@@ -34,6 +34,20 @@ _DONE_COLUMNS: dict[str, Any] = {
 }
 
 
+def rows_held(model: type[T], *, token: uuid.UUID, keys: list[Any]) -> set[Any]:
+    """Locks the rows of `keys` until the transaction ends; the keys of those the claim
+    `token` still holds. Locked by key alone and checked here: a filter on status would let
+    the planner pick the partial lease index, which a busy queue fills with dead entries
+    faster than vacuum clears them."""
+    return {
+        pk
+        for pk, status, holder in model._default_manager.select_for_update()
+        .filter(pk__in=keys)
+        .values_list("pk", "status", "claim_token")
+        if status == WorkStatus.PROCESSING and holder == token
+    }
+
+
 def done_record(
     model: type[T], *, token: uuid.UUID, items: list[T], values: dict[str, Any], held: bool
 ) -> set[Any]:

@@ -60,7 +60,15 @@ class BatchWork(Generic[T]):
         pass, unless `finish_together` then raises and the batch is redone)."""
 
     def dropped(self, item: T) -> None:
-        """`item` failed: its writes were rolled back."""
+        """`item` failed: its writes were rolled back. Called in the batch's transaction,
+        whose commit its own writes share, before the kit records the failed attempt.
+        When that transaction then fails at its commit, it is called again in the fresh
+        transaction that hands the rows back (`committing.batch_hand_back`), for every
+        item the claim still holds, done ones included, each followed by the failed
+        attempt the kit records: the item's own error if it had failed, else a transient
+        `CommitFailed`. So a write here must be conditional, and what it decides from the
+        error and the attempts must agree with the kit's record (`final` when the error
+        is permanent or the attempts are spent)."""
 
     def finish(self, items: list[T]) -> None:
         """Writes that belong to the done items together (a per-batch aggregate), in the

@@ -1,20 +1,16 @@
 """The work-queue kit on its own: a queue over the events table with work of the test's
 making, against the real database and broker, on the controllable clock."""
 
-import base64
 import datetime as dt
-import json
 import socket
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import redis
-from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -26,11 +22,10 @@ from config.workqueue.policy import RetryPolicy, retry_policy_for
 from config.workqueue.queue import WorkQueue
 from config.workqueue.work import BatchOutcome, BatchWork, PerItem
 from events.models import Event
+from tests.config.conftest import TASK, WAKE_KEY
 from tests.factories import ProjectFactory
 
 POLICY = RetryPolicy(base_seconds=2, factor=2, cap_seconds=30, max_attempts=3)
-TASK = "tests.workqueue.drain"
-WAKE_KEY = "tests:workqueue:wake"
 
 
 def make_queue(**overrides: Any) -> WorkQueue[Event]:
@@ -413,32 +408,6 @@ def test_one_failing_item_costs_only_its_own_writes(clock):
 
 
 # --- the dead-letter queue and the wake-up ---
-
-
-@pytest.fixture
-def broker() -> Iterator[Callable[[], list[dict[str, Any]]]]:
-    """The messages published under TASK, read off the broker's default queue."""
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    wake.rearm(key=WAKE_KEY)
-
-    def published() -> list[dict[str, Any]]:
-        # Kombu pushes on the left and pops on the right: oldest last.
-        messages = [json.loads(raw) for raw in reversed(client.lrange("default", 0, -1))]
-        return [
-            {**message["headers"], "body": json.loads(base64.b64decode(message["body"]))}
-            for message in messages
-            if message["headers"].get("task") == TASK
-        ]
-
-    def clear() -> None:
-        for raw in client.lrange("default", 0, -1):
-            if json.loads(raw)["headers"].get("task") == TASK:
-                client.lrem("default", 0, raw)
-
-    clear()
-    yield published
-    clear()
-    client.close()
 
 
 @pytest.mark.django_db(transaction=True)
