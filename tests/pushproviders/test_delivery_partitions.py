@@ -11,8 +11,10 @@ from django.db.migrations.executor import MigrationExecutor
 
 from bench import keys
 from config.celery import maintain_partitions
+from config.db.bulk import rows_fetch
 from config.db.partitions import partition_name, partitions_list
 from pushproviders.models import PushDelivery, PushMessage
+from pushproviders.queue import PUSH_QUEUE
 from pushproviders.services.outcomes import push_messages_roll_up
 from tests.pushproviders.factories import (
     PushDeliveryFactory,
@@ -217,3 +219,49 @@ def test_the_migration_converts_the_deliveries_keeping_their_rows_and_back(world
     MigrationExecutor(connection).migrate([("pushproviders", "0004_index_dead_letters")])
     MigrationExecutor(connection).migrate([("pushproviders", "0005_push_deliveries_partitioned")])
     assert PushDelivery.objects.get(message=message).id == delivery.id
+
+
+def _outside_ctes(plan: object) -> list[dict]:
+    """The plan's nodes but those of its common table expressions."""
+    if isinstance(plan, dict):
+        if str(plan.get("Subplan Name", "")).startswith("CTE"):
+            return []
+        return [plan, *(node for value in plan.values() for node in _outside_ctes(value))]
+    if isinstance(plan, list):
+        return [node for value in plan for node in _outside_ctes(value)]
+    return []
+
+
+def test_the_claim_marks_each_row_it_picked_in_its_own_partition(world, clock, settings):
+    settings.PARTITIONS_AHEAD = 0
+    for month in (1, 2, 3):
+        clock.set(at(2025, month, 10))
+        PushDeliveryFactory(
+            message=PushMessageFactory(app__project=world.project),
+            # Only February's is due.
+            next_attempt_at=at(2025, 3, 10) if month == 2 else at(2030, 1, 1),
+        )
+    maintain_partitions()
+    claims: list[tuple[str, list]] = []
+
+    def seen(execute, sql, params, many, context):
+        claims.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with transaction.atomic(), connection.execute_wrapper(seen):
+        _, claimed = PUSH_QUEUE.claim(limit=10)
+        transaction.set_rollback(True)
+    assert [item.message_created_at for item in claimed] == [at(2025, 2, 10)]
+
+    # The claim's statement (config/workqueue/claiming.py), run again under EXPLAIN: the
+    # update reads February's partition only, the one its picked row is in.
+    [(sql, params)] = [(sql, params) for sql, params in claims if "FOR UPDATE SKIP" in sql][:1]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+    plan = rows_fetch(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)[0][0]
+    touched = {
+        node["Relation Name"]
+        for node in _outside_ctes(plan)
+        if node.get("Relation Name", "").startswith(f"{TABLE}_") and node.get("Actual Loops")
+    }
+    assert touched == {partition_name(TABLE, at(2025, 2))}
