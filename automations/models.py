@@ -225,6 +225,9 @@ class AutomationRun(models.Model):
                 condition=models.Q(execution_mode=ExecutionMode.TEST),
                 name="run_purge_test_idx",
             ),
+            # Serves the check before a partition of the steps is dropped: the runs started
+            # in its period that are still kept (automations/services/retention.py).
+            models.Index(fields=["created_at"], name="run_started_period_idx"),
         ]
 
     def __str__(self) -> str:
@@ -259,7 +262,13 @@ class RunStep(models.Model):
     """One step a run took: a row of its timeline. `visit` counts the times the run came
     to this step (a loop through a wait comes back), so (run, step_key, visit) names one
     execution: the engine inserts it before acting, and a task delivered twice meets the
-    unique key instead of sending twice."""
+    unique key instead of sending twice.
+
+    The table is partitioned by the run's start (`run_created_at`, config/db/partitions.py,
+    made in migration 0005), so a run's whole timeline lives in one partition: its primary
+    key in the database is (id, run_created_at), and each unique key holds that column too,
+    as PostgreSQL requires of a partitioned table. A run has one start, so the keys are as
+    unique as before. The engine reads and updates a run's steps by it, in one partition."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: `run_step_once_per_visit` and `run_step_timeline_idx` lead with
@@ -267,6 +276,9 @@ class RunStep(models.Model):
     run = models.ForeignKey(
         AutomationRun, on_delete=models.CASCADE, related_name="steps", db_index=False
     )
+    # The run's `created_at`, copied at insert: the partition key. Every insert sets it
+    # from the run (the engine's `_take`; raw inserts copy `created_at` of the run).
+    run_created_at = models.DateTimeField()
     step_key = models.CharField(max_length=64)
     visit = models.PositiveIntegerField(default=1)
     type = models.CharField(max_length=16, choices=StepType.choices)
@@ -292,12 +304,15 @@ class RunStep(models.Model):
 
     class Meta:
         constraints = [
+            # A step executes once: (run, step_key, visit), with the run's one start.
             models.UniqueConstraint(
-                fields=["run", "step_key", "visit"], name="run_step_once_per_visit"
+                fields=["run", "step_key", "visit", "run_created_at"],
+                name="run_step_once_per_visit",
             ),
-            # An email is sent for at most one step.
+            # An email is sent for at most one step (the email is made by its step, in the
+            # step's run); also serves the steps of an email (its deletion sets them null).
             models.UniqueConstraint(
-                fields=["email"],
+                fields=["email", "run_created_at"],
                 condition=models.Q(email__isnull=False),
                 name="run_step_one_per_email",
             ),

@@ -4,7 +4,7 @@ invisible, and so are their versions and runs."""
 import datetime as dt
 import uuid
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet, prefetch_related_objects
 
 from automations.models import (
     Automation,
@@ -121,4 +121,15 @@ def automation_run_list(
 
 
 def automation_run_get(*, automation: Automation, run_id: uuid.UUID | str) -> AutomationRun | None:
-    return automation_run_list(automation=automation).filter(id=run_id).first()
+    """One run with its timeline and waits; its steps read by its start too, from their
+    one partition (a page of `automation_run_list` probes each partition's index)."""
+    run = AutomationRun.objects.filter(automation=automation, id=run_id).first()
+    if run is None:
+        return None
+    steps = RunStep.objects.filter(run_created_at=run.created_at)
+    prefetch_related_objects(
+        [run],
+        Prefetch("steps", queryset=steps.order_by("started_at", "sequence", "id")),
+        Prefetch("waits", queryset=RunWait.objects.order_by("created_at", "id")),
+    )
+    return run

@@ -143,9 +143,10 @@ with transaction.atomic():
             "r.current_step_key, r.started_at, r.created_at, r.updated_at "
             "FROM bench_ids b, automations_automationrun r WHERE r.id = %s", [template.id])
         cursor.execute(
-            "INSERT INTO automations_runstep (id, run_id, step_key, visit, type, status, "
-            "started_at, created_at, sequence) SELECT gen_random_uuid(), id, 'pause', 1, 'wait', "
-            "'waiting', %s, %s, 1 FROM bench_ids", [now, now])
+            "INSERT INTO automations_runstep (id, run_id, run_created_at, step_key, visit, type, "
+            "status, started_at, created_at, sequence) SELECT gen_random_uuid(), id, %s, "
+            "'pause', 1, 'wait', 'waiting', %s, %s, 1 FROM bench_ids",
+            [template.created_at, now, now])
         cursor.execute(
             "INSERT INTO automations_runwait (id, project_id, run_id, step_key, visit, "
             "timeout_at, status, created_at) SELECT gen_random_uuid(), %s, id, 'pause', 1, %s, "

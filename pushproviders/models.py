@@ -240,10 +240,19 @@ class PushMessage(models.Model):
 class PushDelivery(WorkItem):
     """The delivery of one message to one installation, and its job on the work-queue kit
     (the table is the queue). `state` is what the API shows; the kit's `status` is the
-    job's (a dead-lettered job is a `failed` or `invalid_token` delivery)."""
+    job's (a dead-lettered job is a `failed` or `invalid_token` delivery).
+
+    The table is partitioned by its message's time (`message_created_at`,
+    config/db/partitions.py, made in migration 0005), so a message's deliveries live in one
+    partition: its primary key in the database is (id, message_created_at), and the unique
+    key per installation holds that column too, as PostgreSQL requires of a partitioned
+    table. A message has one time, so the key is as unique as before."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     message = models.ForeignKey(PushMessage, on_delete=models.CASCADE, related_name="deliveries")
+    # The message's `created_at`, copied at insert: the partition key. Reads of a
+    # message's deliveries name it, to read one partition.
+    message_created_at = models.DateTimeField()
     # No database constraint: a deleted installation leaves its deliveries (and their
     # installation id) as the record of what was sent; a queued one then fails.
     installation = models.ForeignKey(
@@ -280,8 +289,11 @@ class PushDelivery(WorkItem):
         verbose_name = "push delivery"
         verbose_name_plural = "push deliveries"
         constraints = [
+            # One delivery per installation of a message (with the message's one time);
+            # also serves a message's deliveries, and an installation's open report.
             models.UniqueConstraint(
-                fields=["message", "installation"], name="push_delivery_one_per_installation"
+                fields=["message", "installation", "message_created_at"],
+                name="push_delivery_one_per_installation",
             ),
         ]
         indexes = [

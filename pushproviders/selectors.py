@@ -2,7 +2,7 @@
 
 import uuid
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 
 from pushproviders.models import PushApp, PushDelivery, PushInstallation, PushMessage, PushProvider
 from tenancy.models import Project
@@ -85,10 +85,12 @@ def push_message_get(*, project: Project, push_id: uuid.UUID | str) -> PushMessa
     pk = _uuid(push_id)
     if pk is None:
         return None
-    return (
-        PushMessage.objects.filter(project=project, id=pk)
-        .prefetch_related(
-            Prefetch("deliveries", queryset=PushDelivery.objects.order_by("position", "id"))
-        )
-        .first()
+    message = PushMessage.objects.filter(project=project, id=pk).first()
+    if message is None:
+        return None
+    # By the message's time too: its deliveries' partition only.
+    deliveries = PushDelivery.objects.filter(message_created_at=message.created_at)
+    prefetch_related_objects(
+        [message], Prefetch("deliveries", queryset=deliveries.order_by("position", "id"))
     )
+    return message

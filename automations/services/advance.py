@@ -159,7 +159,12 @@ _LOCK_SQL = (
     "LEFT JOIN {contact_table} c ON c.id = r.contact_id "
     "WHERE r.id = ANY(%b) ORDER BY r.id FOR UPDATE OF r"
 )
-_HISTORY_SQL = "SELECT {columns} FROM {table} t WHERE t.run_id = ANY(%b) ORDER BY t.{order}, t.id"
+_HISTORY_SQL = (
+    "SELECT {columns} FROM {table} t WHERE t.run_id = ANY(%b){also} ORDER BY t.{order}, t.id"
+)
+# The steps' table is partitioned by the run's start: naming the runs' starts reads only
+# their partitions.
+_STEPS_PRUNED = " AND t.run_created_at = ANY(%b)"
 
 
 def _load_postgresql(ids: list[uuid.UUID]) -> Loaded:
@@ -187,20 +192,25 @@ def _load_postgresql(ids: list[uuid.UUID]) -> Loaded:
             contact = None  # no row joined: what `select_related` gives too
         cache_related(run, "contact", contact)
         runs[run.id] = run
-    started = [run.id for run in runs.values() if run.started_at is not None]
+    started = [run for run in runs.values() if run.started_at is not None]
     steps: dict[uuid.UUID, list[RunStep]] = {}
     waits: dict[uuid.UUID, list[RunWait]] = {}
     if started:
-        for model, order, into in (
-            (RunStep, "sequence", steps),
-            (RunWait, "created_at", waits),
+        ids = [run.id for run in started]
+        starts = sorted({run.created_at for run in started})
+        for model, order, into, also, params in (
+            (RunStep, "sequence", steps, _STEPS_PRUNED, [ids, starts]),
+            (RunWait, "created_at", waits, "", [ids]),
         ):
             columns: Columns[Any] = Columns(model, "t")
             history = rows_fetch(
                 _HISTORY_SQL.format(
-                    columns=columns.select, table=quote(model._meta.db_table), order=order
+                    columns=columns.select,
+                    table=quote(model._meta.db_table),
+                    order=order,
+                    also=also,
                 ),
-                [started],
+                params,
             )
             for row in history:
                 instance = columns.make(row)

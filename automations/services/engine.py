@@ -288,6 +288,7 @@ class Engine:
         self.run.current_step_key = key
         row = NEW_STEP.make(
             run=self.run,
+            run_created_at=self.run.created_at,
             step_key=key,
             visit=self.history.visits.get(key, 0) + 1,
             type=kind,
@@ -437,9 +438,11 @@ class Engine:
         RunWait.objects.filter(run=run, status=WaitStatus.WAITING).update(
             status=WaitStatus.CANCELED, resolved_at=now
         )
-        RunStep.objects.filter(run=run, status__in=[StepStatus.RUNNING, StepStatus.WAITING]).update(
-            status=StepStatus.CANCELED, completed_at=now
-        )
+        RunStep.objects.filter(
+            run=run,
+            run_created_at=run.created_at,
+            status__in=[StepStatus.RUNNING, StepStatus.WAITING],
+        ).update(status=StepStatus.CANCELED, completed_at=now)
         run.status = RunStatus.CANCELED
         run.terminal_reason = reason
         run.cancellation_requested_at = run.cancellation_requested_at or now

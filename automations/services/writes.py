@@ -91,7 +91,10 @@ class Writes:
         rows_insert(RunWait, self.waits)
         rows_update(RunWait, list(self.changed_waits.values()), WAIT_CHANGES)
         rows_insert(RunStep, self.steps)
-        rows_update(RunStep, list(self.changed_steps.values()), STEP_CHANGES)
+        # By the run's start too: each step is looked for in its run's partition only.
+        rows_update(
+            RunStep, list(self.changed_steps.values()), STEP_CHANGES, match=["run_created_at"]
+        )
         if self.runs:
             rows_update(AutomationRun, list(self.runs.values()), self.run_fields)
         self._clear()

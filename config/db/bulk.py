@@ -181,9 +181,13 @@ def rows_insert(
     return inserted
 
 
-def rows_update(model: type[M], instances: Sequence[M], names: Sequence[str]) -> None:
+def rows_update(
+    model: type[M], instances: Sequence[M], names: Sequence[str], *, match: Sequence[str] = ()
+) -> None:
     """Writes the named fields of each instance to its row, by primary key, in one
-    statement. The caller holds the rows (or what guards them) locked."""
+    statement. The caller holds the rows (or what guards them) locked. `match` names more
+    fields the rows are found by too: a table partitioned by time names its partition key,
+    so each row is looked for in its own partition only."""
     if not instances:
         return
     meta = model._meta
@@ -201,11 +205,22 @@ def rows_update(model: type[M], instances: Sequence[M], names: Sequence[str]) ->
         sets.append(f"{quote(field.column)} = {read}")
         read_value = _reader(field, adding=False)
         params.append([read_value(instance) for instance in instances])
-    aliases = ", ".join(["_pk", *(quote(field.column) for field in fields)])
+    keys = _fields(model, match)
+    wheres = []
+    for number, field in enumerate(keys):
+        array, _ = _array_of(field)
+        types.append(f"%s::{array}")
+        wheres.append(f" AND {quote(meta.db_table)}.{quote(field.column)} = v._match{number}")
+        read_value = _reader(field, adding=False)
+        params.append([read_value(instance) for instance in instances])
+    aliases = ", ".join(
+        ["_pk", *(quote(field.column) for field in fields)]
+        + [f"_match{number}" for number in range(len(keys))]
+    )
     table = quote(meta.db_table)
     sql = (
         f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608 (names from the model)
         f"FROM unnest({', '.join(types)}) AS v({aliases}) "
-        f"WHERE {table}.{quote(pk.column)} = v._pk"
+        f"WHERE {table}.{quote(pk.column)} = v._pk{''.join(wheres)}"
     )
     _execute(sql.replace("%s", "%b"), params)

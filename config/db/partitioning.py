@@ -81,9 +81,11 @@ def _rebuilt(
     partition_by: str | None,
     primary_key: list[str],
     now: dt.datetime | None = None,
+    storage: str = "",
 ) -> None:
     """Makes `table` anew (partitioned by `partition_by`, or plain) from the table renamed
-    `aside`: same columns, rows, indexes and foreign keys; primary key `primary_key`."""
+    `aside`: same columns, rows, indexes and foreign keys; primary key `primary_key`;
+    `storage` its storage parameters (each partition's, when partitioned)."""
     quote = editor.quote_name
     if _rows(editor, _REFERENCED, [table]):
         raise ValueError(f"Foreign keys point at {table}: they must go before it is rebuilt.")
@@ -95,9 +97,11 @@ def _rebuilt(
     for name, _ in keys:
         editor.execute(f"ALTER TABLE {quote(aside)} DROP CONSTRAINT {quote(name)}")
     partitioning = f" PARTITION BY RANGE ({quote(partition_by)})" if partition_by else ""
+    # A partitioned table has no storage parameters of its own: its partitions have them.
+    options = f" WITH ({storage})" if storage and not partition_by else ""
     editor.execute(
         f"CREATE TABLE {quote(table)} (LIKE {quote(aside)} INCLUDING DEFAULTS "
-        f"INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMMENTS){partitioning}"
+        f"INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMMENTS){partitioning}{options}"
     )
     columns = ", ".join(quote(name) for (name,) in _rows(editor, _COLUMNS, [table]))
     if partition_by:
@@ -108,7 +112,7 @@ def _rebuilt(
         )[0][0]
         # Every interval from the oldest row's to the ones ahead has its partition before
         # the rows are copied, so each row goes to its own.
-        partitions_make(table, partition_by, now=now or clock.now(), since=first)
+        partitions_make(table, partition_by, now=now or clock.now(), since=first, storage=storage)
     editor.execute(
         f"INSERT INTO {quote(table)} ({columns}) "  # noqa: S608 (names from the catalog)
         f"SELECT {columns} FROM {quote(aside)}"
@@ -116,7 +120,7 @@ def _rebuilt(
     editor.execute(f"DROP TABLE {quote(aside)}")
     if partition_by:
         # A row the partitions made did not cover (stamped after `now`) has its own now.
-        partitions_make(table, partition_by, now=now or clock.now())
+        partitions_make(table, partition_by, now=now or clock.now(), storage=storage)
     editor.execute(
         f"ALTER TABLE {quote(table)} ADD CONSTRAINT {quote(primary_name)} "
         f"PRIMARY KEY ({', '.join(quote(column) for column in primary_key)})"
@@ -134,9 +138,11 @@ def table_partition(
     column: str,
     key: str = "id",
     now: dt.datetime | None = None,
+    storage: str = "",
 ) -> None:
     """Converts `table` into a table partitioned by range of `column` with its rows, its
-    indexes and foreign keys; its primary key becomes (`key`, `column`)."""
+    indexes and foreign keys; its primary key becomes (`key`, `column`). `storage`: the
+    partitions' storage parameters (the family's `PartitionedTable.storage`)."""
     _rebuilt(
         editor,
         table=table,
@@ -144,16 +150,20 @@ def table_partition(
         partition_by=column,
         primary_key=[key, column],
         now=now,
+        storage=storage,
     )
 
 
-def table_unpartition(editor: BaseDatabaseSchemaEditor, *, table: str, key: str = "id") -> None:
+def table_unpartition(
+    editor: BaseDatabaseSchemaEditor, *, table: str, key: str = "id", storage: str = ""
+) -> None:
     """The reverse of `table_partition`: a plain table with the rows of every partition,
-    the same indexes and foreign keys, and the primary key (`key`)."""
+    the same indexes and foreign keys, the primary key (`key`) and `storage`."""
     _rebuilt(
         editor,
         table=table,
         aside=f"{table}__partitioned",
         partition_by=None,
         primary_key=[key],
+        storage=storage,
     )

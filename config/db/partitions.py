@@ -15,7 +15,9 @@ range) cheap. Its rows are never dropped whole: the families' row-wise retention
 delete them like any row.
 
 Dropping: a partition goes when its upper bound is at or before now minus the longest
-retention that any project may keep the table's rows for (the family's function). Every
+retention that any project may keep the table's rows for (the family's function), and,
+for a family that names one, its check says the partition's rows are no longer in use
+(a run's timeline stays while the run waits, however old). Every
 project's own, shorter policy keeps being applied row by row inside the partitions by the
 family's purge; the drop only removes what no policy keeps. Making and dropping take
 locks on the parent table: each waits at most `PARTITION_LOCK_TIMEOUT_SECONDS` and a run
@@ -188,11 +190,12 @@ def partitions_make(
     ahead: int | None = None,
     interval: Interval | None = None,
     since: dt.datetime | None = None,
+    storage: str = "",
 ) -> list[str]:
     """Makes, if missing, the default partition and the partitions of the current interval
     and the `ahead` ones after it (`PARTITIONS_AHEAD`), of every interval from `since` on,
     and of every interval the default partition holds rows of (those rows move into it).
-    Idempotent; returns the names made."""
+    Each is made `WITH (storage)` when given. Idempotent; returns the names made."""
     now = now or clock.now()
     ahead = settings.PARTITIONS_AHEAD if ahead is None else ahead
     interval = interval or partition_interval()
@@ -201,7 +204,10 @@ def partitions_make(
         existing = partitions_list(table)
         default = default_name(table)
         if not any(partition.default for partition in existing):
-            _execute(f"CREATE TABLE {_quote(default)} PARTITION OF {_quote(table)} DEFAULT")
+            _execute(
+                f"CREATE TABLE {_quote(default)} PARTITION OF {_quote(table)} DEFAULT"
+                f"{_with(storage)}"
+            )
             made.append(default)
         current = period_start(now, interval)
         last = current
@@ -223,14 +229,21 @@ def partitions_make(
         ]
         for start in starts:
             for lower, upper in _gaps(start, period_after(start, interval), taken):
-                made.append(_attach(table, column, lower=lower, upper=upper))
+                made.append(_attach(table, column, lower=lower, upper=upper, storage=storage))
                 taken.append((lower, upper))
     if made:
         logger.info("Made partitions of %s: %s", table, ", ".join(made))
     return made
 
 
-def _attach(table: str, column: str, *, lower: dt.datetime, upper: dt.datetime) -> str:
+def _with(storage: str) -> str:
+    # Storage parameters are DDL, which takes no parameters; the value is the family's own.
+    return f" WITH ({storage})" if storage else ""
+
+
+def _attach(
+    table: str, column: str, *, lower: dt.datetime, upper: dt.datetime, storage: str = ""
+) -> str:
     """Makes the partition [lower, upper) as a table of its own, moves into it the default
     partition's rows of that range, and attaches it (which builds the parent's indexes on
     it and checks the default partition holds no row of it any more)."""
@@ -239,7 +252,7 @@ def _attach(table: str, column: str, *, lower: dt.datetime, upper: dt.datetime) 
     quoted, key = _quote(name), _quote(column)
     _execute(
         f"CREATE TABLE {quoted} (LIKE {_quote(table)} "
-        "INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)"
+        f"INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE){_with(storage)}"
     )
     _execute(
         # S608: names from the catalog; bounds are our own values.
@@ -259,15 +272,22 @@ def partitions_drop_expired(
     *,
     before: dt.datetime,
     before_drop: Callable[..., None] | None = None,
+    may_drop: Callable[..., bool] | None = None,
 ) -> list[str]:
     """Drops the range partitions whose upper bound is at or before `before` (no project
-    may keep a row of them), each in its own transaction after `before_drop(lower=,
-    upper=)` deleted the rows elsewhere that go with its rows. Returns the names dropped."""
+    may keep a row of them) and that `may_drop(lower=, upper=, before=)`, when given,
+    lets go, each in its own transaction after `before_drop(lower=, upper=)` deleted the
+    rows elsewhere that go with its rows. Returns the names dropped."""
     dropped: list[str] = []
     for partition in partitions_list(table):
         if partition.default or partition.upper is None or partition.upper > before:
             continue
         with transaction.atomic(), _Held(table):
+            if may_drop is not None and not may_drop(
+                lower=partition.lower, upper=partition.upper, before=before
+            ):
+                logger.info("Partition %s of %s is still in use", partition.name, table)
+                continue
             if before_drop is not None:
                 before_drop(lower=partition.lower, upper=partition.upper)
             _execute(f"DROP TABLE {_quote(partition.name)}")
@@ -293,13 +313,17 @@ def partitioned_table_maintain(
 ) -> Maintained:
     """Makes the table's partitions ahead, then drops those no project's retention keeps."""
     now = now or clock.now()
-    made = partitions_make(declared.table, declared.column, now=now)
+    made = partitions_make(declared.table, declared.column, now=now, storage=declared.storage)
     days = _resolved(declared.retention_days)()
     if days is None:
         return Maintained(made=made, dropped=[])
     before_drop = _resolved(declared.before_drop) if declared.before_drop else None
+    may_drop = _resolved(declared.may_drop) if declared.may_drop else None
     dropped = partitions_drop_expired(
-        declared.table, before=now - dt.timedelta(days=days), before_drop=before_drop
+        declared.table,
+        before=now - dt.timedelta(days=days),
+        before_drop=before_drop,
+        may_drop=may_drop,
     )
     return Maintained(made=made, dropped=dropped)
 

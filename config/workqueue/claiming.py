@@ -12,6 +12,7 @@ from django.db import connection, models
 
 from config.db.bulk import rows_fetch
 from config.db.fresh import Columns
+from config.registries.partitions import partitioned_tables
 from config.workqueue.errors import WorkerLost
 from config.workqueue.models import DUE_STATUSES, WorkStatus
 from config.workqueue.work import T
@@ -51,6 +52,14 @@ def _column(model: type[models.Model], name: str) -> str:
     return field.get_attname_column()[1]
 
 
+def _partition_key(table: str) -> str | None:
+    """The time column `table` is partitioned by, if it is declared partitioned."""
+    for declared in partitioned_tables():
+        if declared.table == table:
+            return declared.column
+    return None
+
+
 def rows_claim(
     model: type[T],
     *,
@@ -67,14 +76,23 @@ def rows_claim(
     assert meta.pk is not None
     table, pk = quote(meta.db_table), quote(meta.pk.column)
     column = {name: quote(_column(model, name)) for name in _KIT_COLUMNS}
+    # A table partitioned by time: the rows picked are found again by their partition key
+    # too, each in its own partition (by `id` alone, in every partition's primary key).
+    partition_key = _partition_key(meta.db_table)
+    picked = f"{pk}, {quote(partition_key)}" if partition_key else pk
+    found = (
+        f" AND {table}.{quote(partition_key)} = picked.{quote(partition_key)}"
+        if partition_key
+        else ""
+    )
     claim = (
         # S608: names from the model.
-        f"WITH picked AS (SELECT {pk} FROM {table} WHERE {{where}} "  # noqa: S608
+        f"WITH picked AS (SELECT {picked} FROM {table} WHERE {{where}} "  # noqa: S608
         f"ORDER BY {{order}} LIMIT %s FOR UPDATE SKIP LOCKED) "
         f"UPDATE {table} SET {column['status']} = %s, "
         f"{column['attempts']} = {table}.{column['attempts']} + 1, "
         f"{column['claim_token']} = %s, {column['lease_expires_at']} = %s{{extra}} "
-        f"FROM picked WHERE {table}.{pk} = picked.{pk} RETURNING {{returning}}"
+        f"FROM picked WHERE {table}.{pk} = picked.{pk}{found} RETURNING {{returning}}"
     )
     claimed = [WorkStatus.PROCESSING.value, token, lease_until]
     due = _claimed(

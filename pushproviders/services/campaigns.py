@@ -93,6 +93,7 @@ def push_campaign_batch_send(
         for position, target in enumerate(targets):
             delivery = PushDelivery(
                 message=message,
+                message_created_at=message.created_at,
                 installation=target.installation,
                 contact_id=contact_id,
                 platform=target.installation.platform,
@@ -132,7 +133,11 @@ def push_campaign_progress_read(
 ) -> dict[uuid.UUID, PushCampaignProgress]:
     """Each campaign's messages by status (partially sent counts as sent) and how many
     were opened on a device; one grouped query."""
-    opened = PushDelivery.objects.filter(message=OuterRef("pk"), opened_at__isnull=False)
+    opened = PushDelivery.objects.filter(
+        message=OuterRef("pk"),
+        message_created_at=OuterRef("created_at"),
+        opened_at__isnull=False,
+    )
     rows = (
         PushMessage.objects.filter(campaign_id__in=list(campaign_ids))
         .values("campaign_id")

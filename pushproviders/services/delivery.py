@@ -257,7 +257,9 @@ def push_deliver_batch() -> int:
     if len(items) < len(claimed):
         dropped = [item for item in claimed if item.message.campaign_id in canceled]
         PUSH_QUEUE.run(token=token, items=dropped, work=_NotSent())
-        push_messages_roll_up(message_ids=[item.message_id for item in dropped])
+        push_messages_roll_up(
+            messages=[(item.message_id, item.message_created_at) for item in dropped]
+        )
     max_attempts = conf.retry_policy().max_attempts
     # Only what sending reads: the rest (timestamps, the contact) would be parsed per row.
     installations = PushInstallation.objects.only(*INSTALLATION_FIELDS).in_bulk(
@@ -313,7 +315,7 @@ def push_deliver_batch() -> int:
         PUSH_QUEUE.run(token=token, items=failed, work=Outcomes(results))
         if lost:
             _finish_lost(lost)
-    recorder.roll_up(item.message_id for item in failed)
+    recorder.roll_up((item.message_id, item.message_created_at) for item in failed)
     if campaign_ids:
         campaigns_finish(campaign_ids=campaign_ids)
     return len(claimed)

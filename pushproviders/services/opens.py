@@ -22,16 +22,20 @@ def push_open(
         PushMessage.objects.filter(project=project, pk=push_id).select_related("project").first(),
         "No such push message.",
     )
-    delivery = PushDelivery.objects.filter(message=message, installation_id=installation_id).first()
+    delivery = PushDelivery.objects.filter(
+        message=message, message_created_at=message.created_at, installation_id=installation_id
+    ).first()
     if delivery is None:
         raise _not_found("installation_id", "The message was not sent to this installation.")
     delivery.message = message
     now = clock.now()
     with transaction.atomic():
         first = bool(
-            PushDelivery.objects.filter(pk=delivery.pk, opened_at__isnull=True).update(
-                opened_at=now
-            )
+            PushDelivery.objects.filter(
+                pk=delivery.pk,
+                message_created_at=delivery.message_created_at,
+                opened_at__isnull=True,
+            ).update(opened_at=now)
         )
         if first:
             push_event_emit(name="push.open", message=message, delivery=delivery)

@@ -70,19 +70,20 @@ def delivery_error(error: Exception) -> str:
 # --- the roll-up ----------------------------------------------------------------------------
 
 
-def push_messages_roll_up(*, message_ids: Iterable[Any]) -> int:
-    """Sets the status of the messages whose deliveries are all final; returns how many.
+def push_messages_roll_up(*, messages: Iterable[tuple[Any, dt.datetime]]) -> int:
+    """Sets the status of the messages (id, created_at) whose deliveries are all final;
+    returns how many. Their times name their deliveries' partitions, the only ones read.
 
     Runs after the deliveries' outcomes committed, so of two workers finishing the last
     deliveries of one message, the later one sees both; the update is conditional on
     `queued`, so a message rolls up once."""
-    ids = sorted(set(message_ids))
-    if not ids:
+    pairs = set(messages)
+    if not pairs:
         return 0
-    return _roll_up_postgresql(ids)
+    return _roll_up_postgresql(sorted(pair[0] for pair in pairs), sorted({t for _, t in pairs}))
 
 
-def _roll_up_postgresql(ids: list[Any]) -> int:
+def _roll_up_postgresql(ids: list[Any], times: list[dt.datetime]) -> int:
     """`push_messages_roll_up` in one statement: the counts and the conditional update
     together, where the ORM's aggregate and up to three updates cost the worker more to
     build than the database to run."""
@@ -101,6 +102,8 @@ def _roll_up_postgresql(ids: list[Any]) -> int:
         f"FROM (SELECT {message_id} AS id, count(*) AS total, "
         f"count(*) FILTER (WHERE {state} = %b) AS sent "
         f"FROM {quote(deliveries.db_table)} WHERE {message_id} = ANY(%b::uuid[]) "
+        # The messages' times: their deliveries' partitions only.
+        f"AND {column(deliveries, 'message_created_at')} = ANY(%b::timestamptz[]) "
         f"GROUP BY {message_id} HAVING count(*) FILTER (WHERE {state} = %b) = 0) AS c "
         f"WHERE m.{column(messages, 'id')} = c.id AND m.{column(messages, 'status')} = %b "
         f"RETURNING m.{column(messages, 'id')}"
@@ -112,6 +115,7 @@ def _roll_up_postgresql(ids: list[Any]) -> int:
         clock.now(),
         PushDeliveryState.SENT.value,
         ids,
+        times,
         PushDeliveryState.QUEUED.value,
         PushMessageStatus.QUEUED.value,
     ]
@@ -125,9 +129,9 @@ def push_messages_roll_up_stale(*, older_than_seconds: float = 60.0, limit: int 
     stale = (
         PushMessage.objects.filter(status=PushMessageStatus.QUEUED, created_at__lt=before)
         .exclude(deliveries__state=PushDeliveryState.QUEUED)
-        .values_list("pk", flat=True)[:limit]
+        .values_list("pk", "created_at")[:limit]
     )
-    return push_messages_roll_up(message_ids=list(stale))
+    return push_messages_roll_up(messages=list(stale))
 
 
 # --- recording outcomes ---------------------------------------------------------------------
@@ -199,9 +203,11 @@ class Outcomes(BatchWork[PushDelivery]):
         final = error.permanent or item.attempts >= conf.retry_policy().max_attempts
         if not final:
             # Shown while the delivery is retried; cleared when it is sent.
-            PushDelivery.objects.filter(pk=item.pk, state=PushDeliveryState.QUEUED).update(
-                error=reason
-            )
+            PushDelivery.objects.filter(
+                pk=item.pk,
+                message_created_at=item.message_created_at,
+                state=PushDeliveryState.QUEUED,
+            ).update(error=reason)
             return
         invalid_token = bool(getattr(error, "invalid_token", False))
         push_delivery_fail(
@@ -218,9 +224,11 @@ def push_delivery_fail(
     """Makes a queued delivery final as failed (or `invalid_token`, which also deactivates
     its installation unless the device registered again since `sent_at`) and records
     `sendrealm.push.failure`; False when it was not queued any more."""
-    updated = PushDelivery.objects.filter(pk=delivery.pk, state=PushDeliveryState.QUEUED).update(
-        state=state, error=reason
-    )
+    updated = PushDelivery.objects.filter(
+        pk=delivery.pk,
+        message_created_at=delivery.message_created_at,
+        state=PushDeliveryState.QUEUED,
+    ).update(state=state, error=reason)
     if not updated:
         return False
     if state == PushDeliveryState.INVALID_TOKEN:
@@ -247,8 +255,9 @@ class Recorder:
         self.results = results
         self.pending: list[PushDelivery] = []
         self.every = conf.record_every()
-        # The messages of the recorded chunks, rolled up once for the batch (`roll_up`).
-        self.message_ids: set[Any] = set()
+        # The messages (id, created_at) of the recorded chunks, rolled up once for the
+        # batch (`roll_up`).
+        self.messages: set[tuple[Any, dt.datetime]] = set()
 
     def add(self, item: PushDelivery) -> None:
         self.pending.append(item)
@@ -262,12 +271,12 @@ class Recorder:
         # Every one of them was sent: one conditional update marks the ones this claim
         # still holds, and their events are written with it.
         PUSH_QUEUE.complete(token=self.token, items=chunk, work=Outcomes(self.results))
-        self.message_ids.update(item.message_id for item in chunk)
+        self.messages.update((item.message_id, item.message_created_at) for item in chunk)
 
-    def roll_up(self, more: Iterable[Any] = ()) -> None:
+    def roll_up(self, more: Iterable[tuple[Any, dt.datetime]] = ()) -> None:
         """Rolls up the messages of every recorded chunk (and `more`) at once, after the
         last chunk committed: one look at their deliveries per batch rather than per chunk.
         A worker that stops before leaves them to the stale sweep."""
         self.flush()
-        push_messages_roll_up(message_ids=self.message_ids.union(more))
-        self.message_ids.clear()
+        push_messages_roll_up(messages=self.messages.union(more))
+        self.messages.clear()

@@ -246,6 +246,7 @@ def _store(
             installation, content, problem = target.installation, target.content, target.problem
             delivery = PushDelivery(
                 message=message,
+                message_created_at=message.created_at,
                 installation=installation,
                 contact_id=installation.contact_id,
                 platform=installation.platform,

@@ -117,6 +117,7 @@ class RunStepFactory(DjangoModelFactory):
         model = RunStep
 
     run = factory.SubFactory(AutomationRunFactory)
+    run_created_at = factory.SelfAttribute("run.created_at")
     step_key = "pause"
     type = StepType.WAIT
     status = StepStatus.WAITING

@@ -153,7 +153,12 @@ def test_a_batch_redone_run_by_run_after_a_step_met_its_key_sends_every_other_ru
     # the key, the batch is redone run by run, and only that run fails.
     taken = AutomationRun.objects.get(contact__email="u2@example.net")
     RunStep.objects.create(
-        run=taken, step_key="welcome", visit=1, type="send_email", started_at=taken.created_at
+        run=taken,
+        run_created_at=taken.created_at,
+        step_key="welcome",
+        visit=1,
+        type="send_email",
+        started_at=taken.created_at,
     )
 
     outcome = runs_advance_batch()

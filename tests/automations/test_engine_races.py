@@ -70,7 +70,12 @@ def test_a_delivery_that_finds_its_step_taken_meets_the_key_and_its_email_rolls_
     # As if another delivery of this job had committed the step, but the run's state were
     # read before it: the engine computes the same (run, step, visit) and must not send.
     RunStep.objects.create(
-        run=run, step_key="welcome", visit=1, type="send_email", started_at=run.created_at
+        run=run,
+        run_created_at=run.created_at,
+        step_key="welcome",
+        visit=1,
+        type="send_email",
+        started_at=run.created_at,
     )
     token, jobs = runs_claim()
     outcome = RUN_QUEUE.run(token=token, items=jobs, work=AdvanceWork())

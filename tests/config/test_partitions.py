@@ -156,6 +156,28 @@ def test_only_partitions_whose_upper_bound_is_before_the_cutoff_are_dropped(hist
     assert home(stray) == f"{TABLE}_default"
 
 
+def test_a_partition_its_family_still_uses_stays_and_is_asked_again(history):
+    partitions_make(history, "at", now=at(2026, 3, 5), ahead=0, interval="month", since=at(2026, 1))
+    january, february = insert(at(2026, 1, 20)), insert(at(2026, 2, 20))
+    in_use = {at(2026, 1)}
+    asked: list[tuple[dt.datetime | None, dt.datetime]] = []
+
+    def may_drop(*, lower, upper, before):
+        asked.append((lower, before))
+        return lower not in in_use
+
+    dropped = partitions_drop_expired(history, before=at(2026, 3, 1), may_drop=may_drop)
+
+    assert dropped == [f"{TABLE}_p20260201"]
+    assert asked == [(at(2026, 1), at(2026, 3)), (at(2026, 2), at(2026, 3))]
+    assert home(january) == f"{TABLE}_p20260101"
+    assert home(february) is None
+    in_use.clear()
+    assert partitions_drop_expired(history, before=at(2026, 3, 1), may_drop=may_drop) == [
+        f"{TABLE}_p20260101"
+    ]
+
+
 def _relkind(table: str) -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", [table])

@@ -69,6 +69,7 @@ class PushDeliveryFactory(DjangoModelFactory):
         model = PushDelivery
 
     message = factory.SubFactory(PushMessageFactory)
+    message_created_at = factory.SelfAttribute("message.created_at")
     installation = factory.SubFactory(
         PushInstallationFactory,
         app=factory.SelfAttribute("..message.app"),
