@@ -158,7 +158,11 @@ def test_identify_finds_the_contact_by_user_id_first_and_gives_it_the_new_email(
 def test_identify_with_a_user_id_alone_makes_a_contact_known_by_it(segment):
     segment("/v1/identify", {"userId": "user-9", "traits": {"plan": "free"}})
     contact = Contact.objects.get()
-    assert (contact.email, contact.external_id, contact.fields) == (None, "user-9", {"plan": "free"})
+    assert (contact.email, contact.external_id, contact.fields) == (
+        None,
+        "user-9",
+        {"plan": "free"},
+    )
     segment("/v1/identify", {"userId": "user-9", "traits": {"plan": "pro"}})
     assert Contact.objects.get().fields == {"plan": "pro"}
 
@@ -195,7 +199,12 @@ def test_group_adds_the_contact_to_the_audience_named_by_group_id(segment, world
     types = dict(audience.properties.values_list("key", "type"))
     assert types == {"seats": "number", "paid": "boolean", "since": "date", "name": "string"}
     membership = AudienceMembership.objects.get()
-    assert membership.properties == {"seats": 3, "paid": True, "since": "2024-01-02", "name": "Acme"}
+    assert membership.properties == {
+        "seats": 3,
+        "paid": True,
+        "since": "2024-01-02",
+        "name": "Acme",
+    }
     # The same group again, another trait value: the same audience, merged properties.
     segment("/v1/group", {"userId": "u", "groupId": "acme inc", "traits": {"seats": 4}})
     assert Audience.objects.count() == 1
@@ -281,7 +290,10 @@ def test_a_batch_with_one_bad_message_is_refused_whole(segment):
     }
     response = segment("/v1/batch", batch)
     assert response.status_code == 400
-    assert paths(response) == {("batch.1.event", "invalid_type"), ("batch.2.type", "invalid_choice")}
+    assert paths(response) == {
+        ("batch.1.event", "invalid_type"),
+        ("batch.2.type", "invalid_choice"),
+    }
     assert not events()
     assert not Contact.objects.exists()
 

@@ -34,7 +34,9 @@ class SegmentMessageSerializer(serializers.Serializer[Any]):
     previousId = serializers.CharField(
         required=False, help_text="alias: the contact's current `external_id`."
     )
-    context = serializers.DictField(required=False, allow_null=True)
+    # SerializerMetaclass moves declared fields out of the class, so this field does not
+    # replace Field.context; the stubs cannot see that.
+    context = serializers.DictField(required=False, allow_null=True)  # type: ignore[assignment]
     timestamp = serializers.DateTimeField(required=False, allow_null=True)
     sentAt = serializers.DateTimeField(required=False, allow_null=True)
 
@@ -43,7 +45,8 @@ class SegmentBatchSerializer(serializers.Serializer[Any]):
     """A `/v1/batch` body: up to 500 KB, each message up to 32 KB."""
 
     batch = SegmentMessageSerializer(many=True)
-    context = serializers.DictField(
+    # As above: not Field.context.
+    context = serializers.DictField(  # type: ignore[assignment]
         required=False, allow_null=True, help_text="Merged under each message's own context."
     )
     sentAt = serializers.DateTimeField(

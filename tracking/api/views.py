@@ -3,7 +3,7 @@
 
 from typing import ClassVar
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -27,16 +27,6 @@ from tracking.messages import (
     message_parse,
 )
 from tracking.services import tracking_ingest
-
-_ERRORS = {
-    413: OpenApiResponse(
-        description="`request_too_large`: a message over 32 KB, a batch over 500 KB."
-    ),
-    422: OpenApiResponse(
-        description="`payload_too_large` (the project's event payload bound) or "
-        "`plan_limit_exceeded`."
-    ),
-}
 
 
 def _success() -> Response:
@@ -62,7 +52,7 @@ class SegmentCallView(SegmentView):
 
     @extend_schema(
         request=SegmentMessageSerializer,
-        responses={200: SegmentSuccessSerializer, **_ERRORS},
+        responses={200: SegmentSuccessSerializer},
     )
     def post(self, request: Request) -> Response:
         message = message_parse(
@@ -115,7 +105,7 @@ class SegmentBatchView(SegmentView):
 
     @extend_schema(
         request=SegmentBatchSerializer,
-        responses={200: SegmentSuccessSerializer, **_ERRORS},
+        responses={200: SegmentSuccessSerializer},
     )
     def post(self, request: Request) -> Response:
         raws, context, sent_at = batch_parse(request.data)
