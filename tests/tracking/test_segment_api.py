@@ -3,13 +3,16 @@ both ways to present the key, the mapping of CONTRACT section 18."""
 
 import base64
 import datetime as dt
+import threading
 
 import pytest
+from django.db import connection
 
 from contacts.audiences.models import Audience, AudienceMembership
 from contacts.models import Contact
 from events.models import Event, EventKey
 from events.services.processing import events_process_batch
+from tests.conftest import Api
 from tests.contacts.factories import ContactFactory
 from tests.tracking.conftest import basic
 from tracking.messages import event_name_map
@@ -456,3 +459,32 @@ def test_a_wrong_method_is_405_and_a_trailing_slash_is_404(api, world):
     headers = basic(world.keys["project"])
     assert api.get("/v1/track", headers=headers).status_code == 405
     assert api.post("/v1/track/", {"userId": "u", "event": "x"}, headers=headers).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_resends_of_one_identify_change_the_contact_once(world):
+    """Eight clients race to send one messageId, each with other traits: exactly one
+    event, and the contact holds that event's traits, made once and never updated."""
+    barrier = threading.Barrier(8)
+    answers: list[int] = []
+    headers = basic(world.keys["project"])
+
+    def send(n: int) -> None:
+        try:
+            barrier.wait()
+            body = {"userId": "u", "traits": {"email": "a@x.io", "n": n}, "messageId": "race"}
+            answers.append(Api().post("/v1/identify", body, headers=headers).status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [200] * 8
+    (event,) = events()
+    contact = Contact.objects.get()
+    assert contact.fields == {"n": event.payload["traits"]["n"]}
+    system = Event.objects.filter(source="system").values_list("event", flat=True)
+    assert list(system) == ["sendrealm.contact.created"]
