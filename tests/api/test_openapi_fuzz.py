@@ -142,7 +142,7 @@ def envelope(ctx: Any, response: Any, case: Any) -> None:
     assert isinstance(body, dict), "the answer is not a JSON object"
     if case.method == "POST" and case.path.startswith("/v1/") and response.status_code < 400:
         # Segment's success body, as its clients expect it (its errors are the envelope).
-        assert body == {"success": True}, "a Segment success is `{\"success\": true}`"
+        assert body == {"success": True}, 'a Segment success is `{"success": true}`'
         return
     assert body.get("status") == response.status_code, "`status` differs from the HTTP status"
     if response.status_code >= 400:
