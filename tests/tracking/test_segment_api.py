@@ -12,6 +12,7 @@ from contacts.audiences.models import Audience, AudienceMembership
 from contacts.models import Contact
 from events.models import Event, EventKey
 from events.services.processing import events_process_batch
+from tenancy.services import project_forget
 from tests.conftest import Api
 from tests.contacts.factories import ContactFactory
 from tests.tracking.conftest import basic
@@ -488,3 +489,43 @@ def test_concurrent_resends_of_one_identify_change_the_contact_once(world):
     assert contact.fields == {"n": event.payload["traits"]["n"]}
     system = Event.objects.filter(source="system").values_list("event", flat=True)
     assert list(system) == ["sendrealm.contact.created"]
+
+
+def test_properties_over_the_projects_payload_bound_are_422_at_properties(segment, world):
+    world.project.event_payload_limit_bytes = 64
+    world.project.save(update_fields=["event_payload_limit_bytes"])
+    project_forget(project=world.project)
+    response = segment("/v1/track", {"userId": "u", "event": "x", "properties": {"b": "a" * 80}})
+    assert response.status_code == 422
+    assert error(response)["code"] == "payload_too_large"
+    assert paths(response) == {("properties", "payload_too_large")}
+
+
+def test_a_project_the_write_key_cannot_reach_is_403(segment, world):
+    response = segment(
+        "/v1/track",
+        {"userId": "u", "event": "x"},
+        headers={"X-Service-Project-Id": str(world.foreign_project.id)},
+    )
+    assert response.status_code == 403
+    assert error(response)["code"] == "forbidden"
+
+
+def test_a_team_key_writes_to_its_default_project_or_the_one_named(segment, world):
+    segment("/v1/track", {"userId": "u", "event": "x"}, key="team")
+    segment(
+        "/v1/track",
+        {"userId": "u", "event": "y"},
+        key="team",
+        headers={"X-Service-Project-Id": str(world.other_project.id)},
+    )
+    assert {(e.event, e.project_id) for e in events()} == {
+        ("x", world.project.id),
+        ("y", world.other_project.id),
+    }
+
+
+def test_a_personal_key_without_the_project_header_is_400(segment):
+    response = segment("/v1/track", {"userId": "u", "event": "x"}, key="personal_owner")
+    assert response.status_code == 400
+    assert error(response)["code"] == "project_required"
