@@ -4,6 +4,7 @@ servers run and through Django's handler alone, and the status, headers and bodi
 compared (values that differ by nature, new ids and times, aside)."""
 
 import base64
+import gzip
 import io
 import json
 import uuid
@@ -384,4 +385,13 @@ def test_segment_batches_answer_the_same_both_ways(apps, world):
         ),
     )
     assert route is not None
+    assert lean.json() == {"success": True}
+
+
+def test_a_compressed_body_is_left_to_django(apps, world):
+    write_key = base64.b64encode(f"{world.keys['project']}:".encode()).decode()
+    body = gzip.compress(json.dumps({"anonymousId": "a", "event": "Viewed"}).encode())
+    headers = {"HTTP_AUTHORIZATION": f"Basic {write_key}", "HTTP_CONTENT_ENCODING": "gzip"}
+    lean, route = both(apps, lambda: environ("POST", "/v1/track", raw=body, headers=headers))
+    assert route is None
     assert lean.json() == {"success": True}

@@ -3,6 +3,8 @@ both ways to present the key, the mapping of CONTRACT section 18."""
 
 import base64
 import datetime as dt
+import gzip
+import json
 import threading
 
 import pytest
@@ -529,3 +531,37 @@ def test_a_personal_key_without_the_project_header_is_400(segment):
     response = segment("/v1/track", {"userId": "u", "event": "x"}, key="personal_owner")
     assert response.status_code == 400
     assert error(response)["code"] == "project_required"
+
+
+def gzipped(body) -> bytes:
+    return gzip.compress(json.dumps(body).encode())
+
+
+def test_a_gzipped_batch_is_read_as_segments_clients_send_it(segment):
+    body = {"batch": [{"type": "track", "userId": "u", "event": "Zipped"}]}
+    response = segment("/v1/batch", None, raw=gzipped(body), headers={"Content-Encoding": "gzip"})
+    assert response.status_code == 200
+    assert events()[0].event == "zipped"
+
+
+def test_a_gzipped_body_that_inflates_past_the_limit_is_413(segment):
+    body = {"batch": [{"type": "track", "userId": "u", "event": "x", "p": "a" * 600_000}]}
+    raw = gzipped(body)
+    assert len(raw) < 10_000
+    response = segment("/v1/batch", None, raw=raw, headers={"Content-Encoding": "gzip"})
+    assert response.status_code == 413
+    assert error(response)["code"] == "request_too_large"
+
+
+@pytest.mark.parametrize(
+    ("raw", "encoding", "status", "code"),
+    [
+        (b"not gzip", "gzip", 400, "invalid_json"),
+        (gzip.compress(b'{"batch": [')[:-8], "gzip", 400, "invalid_json"),
+        (b"{}", "br", 415, "unsupported_media_type"),
+    ],
+)
+def test_bad_compressed_bodies_are_refused_in_the_envelope(segment, raw, encoding, status, code):
+    response = segment("/v1/batch", None, raw=raw, headers={"Content-Encoding": encoding})
+    assert response.status_code == status
+    assert error(response)["code"] == code

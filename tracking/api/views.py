@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from config.api.envelope import enveloped
 from config.api.errors import Issue, ValidationFailed
+from config.api.parsers import GzipJsonParser
 from config.db.collector import collector_paused
 from config.runtime import clock
 from tenancy.api.authentication import WriteKeyAuthentication
@@ -40,6 +41,8 @@ class SegmentView(ProjectView):
     """A Segment endpoint: a write key (HTTP Basic) or a Bearer key with `events.write`."""
 
     authentication_classes = [WriteKeyAuthentication]
+    # Segment's clients may gzip their bodies.
+    parser_classes = [GzipJsonParser]
     write_scope = Scope.EVENTS_WRITE
     lean_methods = frozenset({"POST"})
     # The OpenAPI document shows the success body as it is, without the envelope.
