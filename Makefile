@@ -85,7 +85,7 @@ bounded_pytest = status=0; $(1) SCREENSHOT_DIR='$(SCREENSHOT_DIR)' scripts/ensur
 
 test: install
 	@rm -rf '$(SCREENSHOT_DIR)'
-	@$(call bounded_pytest,$(TEST_ENV) ENSURE_BROWSER=1 ENSURE_PGBOUNCER=1,-n $(TEST_WORKERS) tests/ --ignore=tests/e2e)
+	@$(call bounded_pytest,$(TEST_ENV) ENSURE_BROWSER=1 ENSURE_PGBOUNCER=1 ENSURE_NODE_CLIENT=1,-n $(TEST_WORKERS) tests/ --ignore=tests/e2e)
 	@echo "Running the end-to-end suite (tests/e2e: make run's stack and the production topology)"
 	@$(call bounded_pytest,$(TEST_ENV) ENSURE_PGBOUNCER=1,tests/e2e,$(E2E_TIMEOUT))
 

@@ -104,8 +104,12 @@ def _timestamp(value: Any, path: str, issues: list[Issue]) -> dt.datetime | None
         return None
 
 
-def event_input_parse(raw: Any, *, project: Project, prefix: str = "") -> EventInput:
+def event_input_parse(
+    raw: Any, *, project: Project, prefix: str = "", anonymous: bool = False
+) -> EventInput:
     """Checks one submission against docs/API.md, Events; `prefix` locates it in a batch.
+    With `anonymous` an event without identity is valid (Segment's anonymous messages,
+    tracking/): it is processed without a contact.
 
     Raises ValidationFailed (400, every problem as an issue), then ReservedEventName or
     PayloadTooLarge (422).
@@ -168,7 +172,7 @@ def event_input_parse(raw: Any, *, project: Project, prefix: str = "") -> EventI
         issues,
         max_length=MAX_EXTERNAL_ID_LENGTH,
     )
-    if contact_id is None and raw.get("external_id") is None and email is None:
+    if not anonymous and contact_id is None and raw.get("external_id") is None and email is None:
         issues.append(
             Issue(
                 "identity_required",

@@ -10,7 +10,11 @@
 # With ENSURE_BROWSER=1 (make test) it also installs Debian's chromium and chromium-driver
 # for the staff console's browser tests; where it cannot, it says what to install and those
 # tests skip saying so. With ENSURE_PGBOUNCER=1 (make test) it installs Debian's pgbouncer
-# the same way, for the tests that run the service through it (tests/pgbouncer.py).
+# the same way, for the tests that run the service through it (tests/pgbouncer.py). With
+# ENSURE_NODE_CLIENT=1 (make test) it installs Segment's Node client
+# (@segment/analytics-node, NODE_CLIENT_VERSION) from the npm registry into
+# .run/node-client (SEGMENT_NODE_CLIENT_DIR) for tests/tracking/test_real_clients.py, run
+# by Debian's nodejs; without node or npm it says what to install and that test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -120,6 +124,32 @@ ensure_pgbouncer() {
     echo "    sudo apt-get install -y pgbouncer" >&2
 }
 
+ensure_node_client() {
+    local dir="${SEGMENT_NODE_CLIENT_DIR:-.run/node-client}" version="${NODE_CLIENT_VERSION:-3.1.0}"
+    local installed="$dir/node_modules/@segment/analytics-node/package.json"
+    if [ -f "$installed" ] && grep -q "\"version\": \"$version\"" "$installed"; then
+        say "@segment/analytics-node $version is installed in $dir"
+        return 0
+    fi
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        if can_apt; then
+            say "installing nodejs and npm for the Segment Node client test"
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm || true
+        fi
+    fi
+    if command -v npm >/dev/null 2>&1; then
+        say "installing @segment/analytics-node $version into $dir"
+        mkdir -p "$dir"
+        if npm install --prefix "$dir" --no-audit --no-fund --silent \
+            "@segment/analytics-node@$version"; then
+            return 0
+        fi
+    fi
+    say "the Segment Node client test will skip: install Debian's nodejs and npm"
+    echo "    sudo apt-get install -y nodejs npm" >&2
+}
+
 if [ ! -x "$PY" ]; then
     echo "ensure-services: $PY is missing; run make install first" >&2
     exit 1
@@ -129,6 +159,9 @@ if [ "${ENSURE_BROWSER:-0}" = 1 ]; then
 fi
 if [ "${ENSURE_PGBOUNCER:-0}" = 1 ]; then
     ensure_pgbouncer
+fi
+if [ "${ENSURE_NODE_CLIENT:-0}" = 1 ]; then
+    ensure_node_client
 fi
 embedded=()
 if usable pg "$DB_URL"; then

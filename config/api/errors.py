@@ -71,6 +71,12 @@ class RequestTooLarge(ServiceError):
     message = "The request body is larger than this endpoint accepts."
 
 
+class UnsupportedMediaType(ServiceError):
+    code = "unsupported_media_type"
+    status = 415
+    message = "The body's media type is not supported here."
+
+
 class Unauthenticated(ServiceError):
     code = "unauthenticated"
     status = 401

@@ -15,9 +15,10 @@ too: the Host check, the request id (`X-Request-Id`), the request metrics, the
 `request_started` and `request_finished` signals (database connections are tidied there),
 the headers the security middleware adds, and `Content-Length`. Anything out of the
 ordinary (a Host Django would refuse, an `Accept` other than JSON or anything, a body that
-is not plain `application/json`, a forwarded host) is passed to Django untouched, which
-answers it as it always has: the lean path only takes requests whose answer it gives
-exactly as Django would (tests/config/test_lean.py sends every case both ways).
+is not plain `application/json` or is compressed, a forwarded host) is passed to Django
+untouched, which answers it as it always has: the lean path only takes requests whose
+answer it gives exactly as Django would (tests/config/test_lean.py sends every case both
+ways).
 """
 
 import io
@@ -228,6 +229,9 @@ def _ordinary(environ: dict[str, Any]) -> bool:
     """Whether Django would treat the request as the lean path does: an allowed Host, JSON
     or anything accepted, a plain JSON body or none."""
     if environ.get("HTTP_ACCEPT", "") not in _ACCEPTS:
+        return False
+    # A compressed body is read by the view's parser on Django's path (GzipJsonParser).
+    if environ.get("HTTP_CONTENT_ENCODING", "identity") not in ("", "identity"):
         return False
     content_type = environ.get("CONTENT_TYPE")
     if content_type is None:

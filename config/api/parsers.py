@@ -2,6 +2,7 @@
 
 import json
 import re
+import zlib
 from collections.abc import Mapping
 from itertools import accumulate
 from typing import IO, Any
@@ -10,7 +11,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from rest_framework.parsers import BaseParser
 
-from config.api.errors import InvalidJson, RequestTooLarge
+from config.api.errors import InvalidJson, RequestTooLarge, UnsupportedMediaType
 
 # Deeper JSON is refused before decoding: the decoder and everything that walks a value
 # recurse, and a few thousand levels exhaust the stack (a 500) for no real document.
@@ -82,6 +83,44 @@ class JsonParser(BaseParser):
             django_request._body = raw
         encoding = context.get("encoding") or settings.DEFAULT_CHARSET
         return json_body(raw, limit=limit, declared=declared, encoding=encoding)
+
+
+class GzipJsonParser(JsonParser):
+    """`application/json` bodies, also sent with `Content-Encoding: gzip` (Segment's
+    clients may compress). The view's limit bounds the body both as sent and inflated, so
+    a small compressed body cannot expand past it; another encoding is 415."""
+
+    def parse(
+        self,
+        stream: IO[Any] | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        context = parser_context or {}
+        meta = getattr(context.get("request"), "META", {})
+        encoding = meta.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+        if encoding in ("", "identity"):
+            return super().parse(stream, media_type, parser_context)
+        if encoding != "gzip":
+            raise UnsupportedMediaType(
+                "The body's content encoding is not supported here.",
+                details="Send it as is, or with `Content-Encoding: gzip`.",
+            )
+        limit = body_limit(context)
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise _too_large(limit)
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            body = inflater.decompress(raw, limit + 1)
+        except zlib.error:
+            raise InvalidJson(details="The body is not valid gzip data.") from None
+        if len(body) > limit or inflater.unconsumed_tail:
+            raise _too_large(limit)
+        if not inflater.eof:
+            raise InvalidJson(details="The gzip data ends early.")
+        charset = context.get("encoding") or settings.DEFAULT_CHARSET
+        return json_body(body, limit=limit, declared=0, encoding=charset)
 
 
 def json_body(raw: bytes, *, limit: int, declared: int, encoding: str) -> Any:

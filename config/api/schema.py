@@ -142,6 +142,9 @@ class EnvelopeAutoSchema(AutoSchema):
         )
         if not (status_code.startswith("2") and status_code.isdigit()):
             return response
+        # A view whose success body is not the envelope (Segment's `{"success": true}`).
+        if not getattr(self.view, "success_enveloped", True):
+            return response
         if isinstance(serializer, OpenApiResponse):
             serializer = serializer.response
         nullable = bool(getattr(force_instance(serializer), "allow_null", False))

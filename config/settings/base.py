@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "automations",
     "imports",
     "agent",
+    "tracking",
 ]
 
 MIDDLEWARE = [

@@ -1,7 +1,7 @@
 """Writes of audiences, their properties and memberships."""
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -85,6 +85,18 @@ def audience_property_create(
             )
     except IntegrityError:
         raise PropertyKeyTaken() from None
+
+
+def audience_properties_ensure(*, audience: Audience, types: Mapping[str, str]) -> None:
+    """Declares the properties of `types` (key -> PropertyType) the audience lacks, in one
+    statement; a key already declared, or declared meanwhile by another writer, keeps its
+    type (values of another type are then refused where they are set)."""
+    if not types:
+        return
+    AudienceProperty.objects.bulk_create(
+        [AudienceProperty(audience=audience, key=key, type=kind) for key, kind in types.items()],
+        ignore_conflicts=True,
+    )
 
 
 def _locked_contact(

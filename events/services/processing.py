@@ -227,7 +227,9 @@ def _resolve_contact(event: Event, contacts: ContactIndex) -> Contact | None:
         )
         contacts.remember(contact)
         return contact
-    raise UnknownContactId("The event carries no identity.")
+    # No identity at all: an anonymous event (Segment's, tracking/), processed without a
+    # contact; the native API never stores one.
+    return None
 
 
 def events_process_batch(*, limit: int | None = None) -> BatchOutcome:

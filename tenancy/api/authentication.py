@@ -1,5 +1,7 @@
-"""Bearer API key authentication."""
+"""API key authentication: Bearer, and HTTP Basic for Segment write keys."""
 
+import base64
+import binascii
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +89,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             # HttpRequest declares no `rate_limit`; ProjectView reads it back with getattr.
             request._request.rate_limit = settled.rate_limit  # type: ignore[attr-defined]
             return None, settled.key
-        record = api_key_authenticate(request.META.get("HTTP_AUTHORIZATION", ""))
+        record = api_key_authenticate(self.authorization(request))
         try:
             decision = rate_limit_enforce(record)
         except RateLimited as refused:
@@ -98,5 +100,38 @@ class ApiKeyAuthentication(BaseAuthentication):
         request._request.rate_limit = decision  # type: ignore[attr-defined]
         return None, record
 
+    def authorization(self, request: Request) -> str:
+        """The `Authorization` value that presents the key."""
+        header: str = request.META.get("HTTP_AUTHORIZATION", "")
+        return header
+
     def authenticate_header(self, request: Request) -> str:
         return "Bearer"
+
+
+class WriteKeyAuthentication(ApiKeyAuthentication):
+    """A Segment write key: HTTP Basic with the key as the user name and an empty password
+    (what Segment's clients send), or the usual `Authorization: Bearer sr_…`. Anything
+    else, a password included, is 401 as a missing key is."""
+
+    def authorization(self, request: Request) -> str:
+        header = super().authorization(request)
+        scheme, _, credentials = header.partition(" ")
+        if scheme.lower() == "basic":
+            return f"Bearer {basic_write_key(credentials)}"
+        return header
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Basic realm="api"'
+
+
+def basic_write_key(credentials: str) -> str:
+    """The key of HTTP Basic `credentials` (base64 of `key:`); 401 when they are not that."""
+    try:
+        decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise Unauthenticated() from None
+    key, colon, password = decoded.partition(":")
+    if not colon or password or not key:
+        raise Unauthenticated()
+    return key

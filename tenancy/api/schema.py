@@ -25,6 +25,22 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
         return {"type": "http", "scheme": "bearer", "description": "sr_… or sr_user_… key"}
 
 
+class WriteKeyScheme(OpenApiAuthenticationExtension):
+    """Documents `WriteKeyAuthentication`: a Segment write key (HTTP Basic, the key as the
+    user name and no password), or the bearer key."""
+
+    target_class = "tenancy.api.authentication.WriteKeyAuthentication"
+    name = "WriteKey"
+
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "basic",
+            "description": "A project key as the user name, an empty password (or the "
+            "ApiKey bearer scheme).",
+        }
+
+
 class EmptyBodyScheme(OpenApiSerializerExtension):
     """A prepare call takes `{}` (or no body): an object without members."""
 

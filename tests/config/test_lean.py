@@ -3,6 +3,8 @@ DRF's dispatch answer it: each case is sent both ways, through the WSGI applicat
 servers run and through Django's handler alone, and the status, headers and bodies are
 compared (values that differ by nature, new ids and times, aside)."""
 
+import base64
+import gzip
 import io
 import json
 import uuid
@@ -152,18 +154,24 @@ def test_the_lean_routes_are_the_busiest_endpoints_and_views_of_the_api():
         ("POST", "/events/batch"),
         ("POST", "/contacts/upsert"),
         ("GET", "/project"),
+        *(("POST", f"/v1/{call}") for call in SEGMENT_CALLS),
     }
     # Paths with parameters: resolved by Django's resolver when they start so.
     assert lean_prefixes() == {"GET": ("/contacts/",)}
-    for (method, _), route in routes.items():
+    for (method, path), route in routes.items():
         # A lean view is a ProjectView with the checks it runs on both paths.
         assert issubclass(route.view, ProjectView)
         assert hasattr(route.view, method.lower())
         view = route.view()
-        assert [type(a).__name__ for a in view.get_authenticators()] == ["ApiKeyAuthentication"]
+        # Segment's endpoints also take the key as an HTTP Basic write key.
+        authentication = "WriteKey" if path.startswith("/v1/") else "ApiKey"
+        assert [type(a).__name__ for a in view.get_authenticators()] == [
+            f"{authentication}Authentication"
+        ]
         assert [type(p).__name__ for p in view.get_permissions()] == ["HasProjectAccess"]
 
 
+SEGMENT_CALLS = ("track", "identify", "page", "screen", "group", "alias", "batch")
 EVENT = {"event": "order.completed", "email": "ada@example.com", "payload": {"total": 42.5}}
 
 
@@ -387,3 +395,51 @@ def test_other_methods_at_a_contact_are_left_to_django(apps, world, contact):
             steady_body=False,
         )
         assert route is None
+
+
+def test_segment_batches_answer_the_same_both_ways(apps, world):
+    write_key = base64.b64encode(f"{world.keys['project']}:".encode()).decode()
+    basic = {"HTTP_AUTHORIZATION": f"Basic {write_key}"}
+
+    def messages() -> list[dict[str, Any]]:
+        # A new messageId each time, so both calls store the same events and contacts.
+        fresh = uuid.uuid4().hex
+        return [
+            {"type": "identify", "userId": fresh, "traits": {"email": f"{fresh}@x.io"}},
+            {"type": "track", "userId": fresh, "event": "Bought", "messageId": fresh},
+            {"type": "group", "userId": fresh, "groupId": "g", "traits": {"n": 1}},
+        ]
+
+    for body, headers in (
+        (lambda: {"batch": messages()}, basic),
+        (lambda: {"batch": [{"type": "shout"}]}, basic),
+        (
+            lambda: {"batch": [{"type": "track", "event": "x", "properties": {"b": "a" * 33_000}}]},
+            basic,
+        ),
+        (lambda: {"batch": messages()}, {"HTTP_AUTHORIZATION": "Basic bm9wZTo="}),
+        (lambda: {"batch": messages()}, {}),
+    ):
+        both(
+            apps,
+            lambda body=body, headers=headers: environ(
+                "POST", "/v1/batch", body=body(), headers=headers
+            ),
+        )
+    lean, route = both(
+        apps,
+        lambda: environ(
+            "POST", "/v1/track", body={"anonymousId": "a", "event": "Viewed"}, headers=basic
+        ),
+    )
+    assert route is not None
+    assert lean.json() == {"success": True}
+
+
+def test_a_compressed_body_is_left_to_django(apps, world):
+    write_key = base64.b64encode(f"{world.keys['project']}:".encode()).decode()
+    body = gzip.compress(json.dumps({"anonymousId": "a", "event": "Viewed"}).encode())
+    headers = {"HTTP_AUTHORIZATION": f"Basic {write_key}", "HTTP_CONTENT_ENCODING": "gzip"}
+    lean, route = both(apps, lambda: environ("POST", "/v1/track", raw=body, headers=headers))
+    assert route is None
+    assert lean.json() == {"success": True}
