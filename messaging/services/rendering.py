@@ -249,7 +249,10 @@ def template_context(
             external_id=contact.external_id,
             fields=dict(contact.fields or {}),
         )
-        variables[PREFERENCES_URL] = preferences_url(contact.id)
+        if contact.id is not None:
+            # A test run for an address no contact has renders with an unsaved contact,
+            # which has no page.
+            variables[PREFERENCES_URL] = preferences_url(contact.id)
     if event is not None:
         variables["event"] = {"event": event.event, "payload": event.payload}
     variables.update(extra or {})
