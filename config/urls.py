@@ -40,6 +40,7 @@ urlpatterns = [
     path("", include("messaging.webhooks.urls")),
     path("", include("automations.api.urls")),
     path("", include("imports.api.urls")),
+    path("", include("webhooks.api.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]
