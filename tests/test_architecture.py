@@ -38,6 +38,7 @@ PACKAGES = (
     "automations",
     "imports",
     "agent",
+    "webhooks",
 )
 
 

@@ -1,0 +1,96 @@
+"""The staff console's webhook pages (read-only, secrets never shown, failed deliveries
+requeued), and the Celery tasks run eagerly (the same drain a worker runs)."""
+
+import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth.models import Permission
+from django.test import Client
+
+from config.celery import app as celery_app
+from config.runtime import secrets
+from events.services.processing import events_process_batch
+from tests.factories import UserFactory
+from tests.webhooks.conftest import Reply, drain, verified
+from tests.webhooks.test_delivery import deliveries, endpoint, send
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.tasks import deliver, sweep
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def failed_delivery(api, world, receiver, wall_clock, settings):
+    settings.WEBHOOK_RETRY_MAX_ATTEMPTS = 1
+    hook = endpoint(api, world, receiver.url)
+    receiver.reply(Reply(status=500, body=b"nope"))
+    send(api, world)
+    drain()
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.state == "failed"
+    assert delivery.status == "dead_lettered"
+    return hook, delivery
+
+
+def test_the_pages_show_endpoints_and_deliveries_without_secrets(admin_user, failed_delivery):
+    hook, delivery = failed_delivery
+    staff = Client()
+    staff.force_login(admin_user)
+    stored = WebhookEndpoint.objects.get()
+
+    pages = [
+        staff.get("/admin/webhooks/webhookendpoint/"),
+        staff.get(f"/admin/webhooks/webhookendpoint/{stored.pk}/change/"),
+        staff.get("/admin/webhooks/webhookdelivery/"),
+        staff.get(f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/"),
+        staff.get(f"/admin/webhooks/webhookdelivery/?q={delivery.webhook_id}"),
+    ]
+
+    for page in pages:
+        assert page.status_code == 200
+        text = page.content.decode()
+        assert hook["secret"] not in text
+        assert stored.secret not in text
+    assert "HTTP 500: nope" in pages[3].content.decode()
+    assert str(delivery.pk) in pages[4].content.decode()
+    assert secrets.decrypt(stored.secret) == hook["secret"]
+
+
+def test_staff_who_may_change_deliveries_requeue_failed_ones(
+    client, world, receiver, failed_delivery
+):
+    hook, delivery = failed_delivery
+    user = UserFactory(username="operator@example.com", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(codename__in=["view_webhookdelivery", "change_webhookdelivery"])
+    )
+    client.force_login(user)
+
+    response = client.post(
+        "/admin/webhooks/webhookdelivery/",
+        {"action": "requeue", ACTION_CHECKBOX_NAME: [str(delivery.pk)]},
+    )
+    drain()
+
+    assert response.status_code == 302
+    delivery.refresh_from_db()
+    assert (delivery.state, delivery.attempt_count) == ("delivered", 2)
+    first, second = receiver.received
+    assert first.headers["webhook-id"] == second.headers["webhook-id"]
+    verified(hook["secret"], second)
+
+
+def test_the_tasks_deliver_on_their_own_queue(api, world, receiver, wall_clock):
+    hook = endpoint(api, world, receiver.url)
+    send(api, world)
+    while events_process_batch().claimed:
+        pass
+
+    claimed = deliver.apply().get()
+    swept = sweep.apply().get()
+
+    assert (claimed, swept) == (1, 0)
+    verified(hook["secret"], receiver.received[0])
+    assert deliveries(api, world, hook["id"])[0]["status"] == "delivered"
+    route = celery_app.amqp.router.route({}, "webhooks.deliver")
+    assert route["queue"].name == "webhooks"
+    assert celery_app.conf.beat_schedule["webhooks.sweep"]["task"] == "webhooks.sweep"
