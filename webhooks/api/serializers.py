@@ -22,7 +22,7 @@ def _event_types_field(**kwargs: Any) -> serializers.ListField:
     )
 
 
-class EndpointSerializer(serializers.Serializer[Any]):
+class WebhookEndpointSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     url = serializers.CharField()
     event_types = serializers.ListField(child=serializers.CharField())
@@ -33,7 +33,7 @@ class EndpointSerializer(serializers.Serializer[Any]):
     updated_at = serializers.DateTimeField()
 
 
-class EndpointWithSecretSerializer(EndpointSerializer):
+class WebhookEndpointWithSecretSerializer(WebhookEndpointSerializer):
     """The endpoint and its signing secret, shown only when it is made or rotated."""
 
     secret = serializers.CharField(
@@ -41,13 +41,13 @@ class EndpointWithSecretSerializer(EndpointSerializer):
     )
 
 
-class EndpointCreateSerializer(StrictSerializer):
+class WebhookEndpointCreateSerializer(StrictSerializer):
     url = StrictCharField(max_length=2000, trim_whitespace=False)
     event_types = _event_types_field()
     description = StrictCharField(required=False, allow_null=True, max_length=2000)
 
 
-class EndpointUpdateSerializer(StrictSerializer):
+class WebhookEndpointUpdateSerializer(StrictSerializer):
     body_rules = at_least_one_member()
 
     url = StrictCharField(required=False, max_length=2000, trim_whitespace=False)
@@ -66,11 +66,11 @@ class EndpointUpdateSerializer(StrictSerializer):
         return attrs
 
 
-class EmptyBodySerializer(StrictSerializer):
+class WebhookActionBodySerializer(StrictSerializer):
     """No members: the body is empty or `{}`."""
 
 
-class EndpointReplaySerializer(StrictSerializer):
+class WebhookReplayRangeSerializer(StrictSerializer):
     since = serializers.DateTimeField()
     until = serializers.DateTimeField(required=False, allow_null=True)
 
@@ -81,11 +81,11 @@ class EndpointReplaySerializer(StrictSerializer):
         return attrs
 
 
-class ReplayCountSerializer(serializers.Serializer[Any]):
+class WebhookReplayCountSerializer(serializers.Serializer[Any]):
     count = serializers.IntegerField(help_text="Deliveries queued again.")
 
 
-class DeliverySerializer(serializers.Serializer[Any]):
+class WebhookDeliverySerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     event_type = serializers.CharField()
     webhook_id = serializers.CharField()
@@ -109,7 +109,7 @@ class DeliverySerializer(serializers.Serializer[Any]):
         return serializers.DateTimeField().to_representation(delivery.next_attempt_at)
 
 
-class EventTypeSerializer(serializers.Serializer[Any]):
+class SystemEventTypeSerializer(serializers.Serializer[Any]):
     name = serializers.CharField(help_text="The full name, `sendrealm.<family>.<what>`.")
     description = serializers.CharField()
     example = serializers.DictField(help_text="An example of the delivery's `data`.")

@@ -9,15 +9,15 @@ from config.api.pagination import paginate
 from config.registries.systemevents import system_event_types
 from tenancy.api.base import ProjectView
 from webhooks.api.serializers import (
-    DeliverySerializer,
-    EmptyBodySerializer,
-    EndpointCreateSerializer,
-    EndpointReplaySerializer,
-    EndpointSerializer,
-    EndpointUpdateSerializer,
-    EndpointWithSecretSerializer,
-    EventTypeSerializer,
-    ReplayCountSerializer,
+    SystemEventTypeSerializer,
+    WebhookActionBodySerializer,
+    WebhookDeliverySerializer,
+    WebhookEndpointCreateSerializer,
+    WebhookEndpointSerializer,
+    WebhookEndpointUpdateSerializer,
+    WebhookEndpointWithSecretSerializer,
+    WebhookReplayCountSerializer,
+    WebhookReplayRangeSerializer,
 )
 from webhooks.models import WebhookEndpoint
 from webhooks.selectors import (
@@ -39,7 +39,7 @@ from webhooks.services.replay import webhook_delivery_replay, webhook_endpoint_r
 
 
 def _with_secret(endpoint: WebhookEndpoint, secret: str) -> dict[str, object]:
-    return {**EndpointSerializer(endpoint).data, "secret": secret}
+    return {**WebhookEndpointSerializer(endpoint).data, "secret": secret}
 
 
 class EndpointScopedView(ProjectView):
@@ -56,19 +56,21 @@ class EndpointListView(ProjectView):
     paginated = True
 
     @extend_schema(
-        responses={200: EndpointSerializer(many=True)}, operation_id="webhook_endpoints_list"
+        responses={200: WebhookEndpointSerializer(many=True)}, operation_id="webhook_endpoints_list"
     )
     def get(self, request: Request) -> Response:
-        return paginate(request, webhook_endpoint_list(project=self.project), EndpointSerializer)
+        return paginate(
+            request, webhook_endpoint_list(project=self.project), WebhookEndpointSerializer
+        )
 
     @extend_schema(
-        request=EndpointCreateSerializer,
-        responses={201: EndpointWithSecretSerializer},
+        request=WebhookEndpointCreateSerializer,
+        responses={201: WebhookEndpointWithSecretSerializer},
         operation_id="webhook_endpoints_create",
     )
     def post(self, request: Request) -> Response:
         """Adds an endpoint; the answer shows its signing secret, the only time it is shown."""
-        body = self.validated(EndpointCreateSerializer)
+        body = self.validated(WebhookEndpointCreateSerializer)
         endpoint, secret = webhook_endpoint_create(
             project=self.project,
             url=body["url"],
@@ -79,39 +81,43 @@ class EndpointListView(ProjectView):
 
 
 class EndpointDetailView(EndpointScopedView):
-    @extend_schema(responses={200: EndpointSerializer}, operation_id="webhook_endpoints_retrieve")
+    @extend_schema(
+        responses={200: WebhookEndpointSerializer}, operation_id="webhook_endpoints_retrieve"
+    )
     def get(self, request: Request, endpoint_id: uuid.UUID) -> Response:
-        return Response(EndpointSerializer(self.endpoint(endpoint_id)).data)
+        return Response(WebhookEndpointSerializer(self.endpoint(endpoint_id)).data)
 
     @extend_schema(
-        request=EndpointUpdateSerializer,
-        responses={200: EndpointSerializer},
+        request=WebhookEndpointUpdateSerializer,
+        responses={200: WebhookEndpointSerializer},
         operation_id="webhook_endpoints_update",
     )
     def patch(self, request: Request, endpoint_id: uuid.UUID) -> Response:
         """Changes the URL, event types or description; `disabled: false` re-enables."""
-        body = self.validated(EndpointUpdateSerializer)
+        body = self.validated(WebhookEndpointUpdateSerializer)
         endpoint = webhook_endpoint_update(
             project=self.project, endpoint_id=endpoint_id, changes=body
         )
-        return Response(EndpointSerializer(endpoint).data)
+        return Response(WebhookEndpointSerializer(endpoint).data)
 
-    @extend_schema(responses={200: EndpointSerializer}, operation_id="webhook_endpoints_destroy")
+    @extend_schema(
+        responses={200: WebhookEndpointSerializer}, operation_id="webhook_endpoints_destroy"
+    )
     def delete(self, request: Request, endpoint_id: uuid.UUID) -> Response:
         """Deletes the endpoint and its delivery log."""
         endpoint = webhook_endpoint_delete(project=self.project, endpoint_id=endpoint_id)
-        return Response(EndpointSerializer(endpoint).data)
+        return Response(WebhookEndpointSerializer(endpoint).data)
 
 
 class EndpointRotateSecretView(ProjectView):
     @extend_schema(
-        request=EmptyBodySerializer,
-        responses={200: EndpointWithSecretSerializer},
+        request=WebhookActionBodySerializer,
+        responses={200: WebhookEndpointWithSecretSerializer},
         operation_id="webhook_endpoints_rotate_secret",
     )
     def post(self, request: Request, endpoint_id: uuid.UUID) -> Response:
         """A new signing secret, shown only here; the old one also signs for 24 hours."""
-        self.validated(EmptyBodySerializer)
+        self.validated(WebhookActionBodySerializer)
         endpoint, secret = webhook_endpoint_rotate_secret(
             project=self.project, endpoint_id=endpoint_id
         )
@@ -120,13 +126,13 @@ class EndpointRotateSecretView(ProjectView):
 
 class EndpointReplayView(ProjectView):
     @extend_schema(
-        request=EndpointReplaySerializer,
-        responses={202: ReplayCountSerializer},
+        request=WebhookReplayRangeSerializer,
+        responses={202: WebhookReplayCountSerializer},
         operation_id="webhook_endpoints_replay",
     )
     def post(self, request: Request, endpoint_id: uuid.UUID) -> Response:
         """Sends the endpoint's failed deliveries made from `since` (until `until`) again."""
-        body = self.validated(EndpointReplaySerializer)
+        body = self.validated(WebhookReplayRangeSerializer)
         count = webhook_endpoint_replay(
             project=self.project,
             endpoint_id=endpoint_id,
@@ -142,32 +148,34 @@ class DeliveryListView(EndpointScopedView):
     paginated = True
 
     @extend_schema(
-        responses={200: DeliverySerializer(many=True)}, operation_id="webhook_deliveries_list"
+        responses={200: WebhookDeliverySerializer(many=True)},
+        operation_id="webhook_deliveries_list",
     )
     def get(self, request: Request, endpoint_id: uuid.UUID) -> Response:
         endpoint = self.endpoint(endpoint_id)
         deliveries = webhook_delivery_list(project=self.project, endpoint=endpoint)
-        return paginate(request, deliveries, DeliverySerializer)
+        return paginate(request, deliveries, WebhookDeliverySerializer)
 
 
 class DeliveryReplayView(ProjectView):
     @extend_schema(
-        request=EmptyBodySerializer,
-        responses={202: DeliverySerializer},
+        request=WebhookActionBodySerializer,
+        responses={202: WebhookDeliverySerializer},
         operation_id="webhook_deliveries_replay",
     )
     def post(self, request: Request, delivery_id: uuid.UUID) -> Response:
         """Sends the delivery again, with the same `webhook-id` and body."""
-        self.validated(EmptyBodySerializer)
+        self.validated(WebhookActionBodySerializer)
         delivery = webhook_delivery_replay(project=self.project, delivery_id=delivery_id)
-        return Response(DeliverySerializer(delivery).data, status=202)
+        return Response(WebhookDeliverySerializer(delivery).data, status=202)
 
 
 class EventTypeListView(ProjectView):
     """Every system event type, with an example of its delivery's `data`."""
 
     @extend_schema(
-        responses={200: EventTypeSerializer(many=True)}, operation_id="webhook_event_types_list"
+        responses={200: SystemEventTypeSerializer(many=True)},
+        operation_id="webhook_event_types_list",
     )
     def get(self, request: Request) -> Response:
         rows = [
@@ -178,4 +186,4 @@ class EventTypeListView(ProjectView):
             }
             for declared in system_event_types()
         ]
-        return Response(EventTypeSerializer(rows, many=True).data)
+        return Response(SystemEventTypeSerializer(rows, many=True).data)
