@@ -13,7 +13,7 @@ from config.workqueue.policy import RetryPolicy, retry_policy_for
 DEFAULT_RETRY_POLICY = RetryPolicy(
     base_seconds=60.0, factor=3.0, cap_seconds=6 * 3600.0, max_attempts=22
 )
-DEFAULT_CLAIM_BATCH_SIZE = 50
+DEFAULT_CLAIM_BATCH_SIZE = 20
 DEFAULT_WAKE_DEBOUNCE_SECONDS = 0.5
 DEFAULT_WAKE_SETTLE_SECONDS = 0.3
 DEFAULT_TASK_TIME_BUDGET_SECONDS = 30.0
@@ -47,6 +47,11 @@ def lease_seconds() -> float:
     """How long a claim holds before another worker may take the deliveries over: longer
     than a batch of timeouts."""
     return float(settings.WEBHOOK_LEASE_SECONDS)
+
+
+def send_concurrency() -> int:
+    """Requests of a batch under way at once."""
+    return max(int(settings.WEBHOOK_SEND_CONCURRENCY), 1)
 
 
 def claim_batch_size() -> int:

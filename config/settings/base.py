@@ -355,6 +355,8 @@ WEBHOOK_DISABLE_AFTER_HOURS = env.float("WEBHOOK_DISABLE_AFTER_HOURS", default=7
 # How long a worker's claim on a batch of deliveries holds (longer than a batch of timeouts),
 # and the most deliveries one replay of a time range queues again.
 WEBHOOK_LEASE_SECONDS = env.float("WEBHOOK_LEASE_SECONDS", default=600.0)
+# Requests of a claimed batch of deliveries under way at once (threads of the worker).
+WEBHOOK_SEND_CONCURRENCY = env.int("WEBHOOK_SEND_CONCURRENCY", default=10)
 WEBHOOK_REPLAY_MAX_DELIVERIES = env.int("WEBHOOK_REPLAY_MAX_DELIVERIES", default=1000)
 # Backoff of deliveries: the first wait, its factor, its cap and the attempts in all.
 # Unset, webhooks' own policy holds (1 min, x3, 6 h, 22 attempts: about three days).

@@ -6,8 +6,11 @@ move the service clock past a lease or a backoff."""
 
 import datetime as dt
 import json
+import time
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from events.models import Event
@@ -163,6 +166,7 @@ def test_a_worker_killed_mid_delivery_is_retried_with_the_same_webhook_id(
         pass
     _, claimed = WEBHOOK_QUEUE.claim()
     sender = _Sender()
+    assert sender.prepare(claimed[0]) is None
     sender.attempt(claimed[0])
     sender.close()
 
@@ -270,3 +274,53 @@ def test_a_day_after_a_rotation_only_the_new_secret_signs(api, world, receiver, 
     verified(rotated["secret"], request)
     with pytest.raises(WebhookVerificationError):
         verified(hook["secret"], request)
+
+
+def test_a_receiver_that_times_out_does_not_hold_up_the_others(
+    api, world, receiver, wall_clock, settings
+):
+    settings.WEBHOOK_TIMEOUT_SECONDS = 0.5
+    slow = [endpoint(api, world, receiver.url + f"/slow{i}") for i in range(4)]
+    fast = endpoint(api, world, receiver.url + "/fast")
+    receiver.reply(*[Reply(delay=1.5)] * 4)
+    send(api, world)
+    while events_process_batch().claimed:
+        pass
+
+    started = time.monotonic()
+    assert webhook_deliver_batch() == 5
+    took = time.monotonic() - started
+
+    # Four timeouts waited out together, not one after another.
+    assert took < 1.5
+    assert deliveries(api, world, fast["id"])[0]["status"] == "delivered"
+    for hook in slow:
+        assert deliveries(api, world, hook["id"])[0]["last_error"] == "No answer within 0.5 s."
+
+
+def statements(run) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        run()
+    return sum(
+        1
+        for query in captured.captured_queries
+        if not query["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
+    )
+
+
+def test_a_batch_makes_its_deliveries_in_a_fixed_number_of_statements(
+    api, world, receiver, wall_clock
+):
+    for i in range(3):
+        endpoint(api, world, receiver.url + f"/{i}")
+    send(api, world, email="first@example.com")
+    drain()  # the contacts' and the triggers' first loads
+    for i in range(2):
+        send(api, world, email=f"few{i}@example.com")
+    few = statements(events_process_batch)
+    drain()
+    for i in range(20):
+        send(api, world, email=f"many{i}@example.com")
+
+    assert statements(events_process_batch) == few
+    assert WebhookDelivery.objects.filter(event_type="order_placed").count() == 3 * 23

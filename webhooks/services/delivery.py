@@ -1,9 +1,15 @@
 """Sending deliveries on the work-queue kit: claim a batch (that commits), POST each signed
 body with no transaction open through the guarded HTTP client (the URL checked and its
 address pinned at connect time, no redirects followed, WEBHOOK_TIMEOUT_SECONDS per
-connect, write and read), then record the outcomes (webhooks/services/outcomes.py)."""
+connect, write and read), then record the outcomes (webhooks/services/outcomes.py).
+
+A batch's requests go out together, a few threads at a time (WEBHOOK_SEND_CONCURRENCY):
+a receiver that makes us wait out its timeout holds one thread, not the deliveries of
+every other endpoint behind it, and a batch of slow receivers still ends within a few
+timeouts, well inside the task's time limit and the claim's lease."""
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -50,7 +56,9 @@ class _Sender:
     def close(self) -> None:
         self.client.close()
 
-    def attempt(self, item: WebhookDelivery) -> Attempt:
+    def prepare(self, item: WebhookDelivery) -> Attempt | None:
+        """What makes an attempt pointless (a disabled endpoint, an unreadable secret), or
+        None once the endpoint's secrets are at hand; in the calling thread."""
         endpoint: WebhookEndpoint = item.endpoint
         at = clock.now()
         if endpoint.disabled_at is not None:
@@ -64,6 +72,13 @@ class _Sender:
                 "The endpoint's secret cannot be read.", code="secret_unreadable", permanent=True
             )
             return Attempt(at, None, error, counted=False)
+        return None
+
+    def attempt(self, item: WebhookDelivery) -> Attempt:
+        """One signed POST of the delivery (after `prepare`): safe to call from several
+        threads at once (the client's pool and pins are)."""
+        endpoint: WebhookEndpoint = item.endpoint
+        at = clock.now()
         body = item.body.encode()
         timestamp = int(at.timestamp())
         headers = [
@@ -101,6 +116,21 @@ class _Sender:
         return Attempt(at, answer.status_code, _answer_error(answer))
 
 
+def _send_all(sender: _Sender, items: list[WebhookDelivery]) -> dict[Any, Attempt]:
+    """Every item's attempt, at most WEBHOOK_SEND_CONCURRENCY at a time."""
+    if len(items) == 1:
+        return {items[0].pk: sender.attempt(items[0])}
+    pool = ThreadPoolExecutor(
+        max_workers=min(conf.send_concurrency(), len(items)), thread_name_prefix="webhooks"
+    )
+    try:
+        return dict(zip((item.pk for item in items), pool.map(sender.attempt, items), strict=True))
+    finally:
+        # When the task's time limit interrupts the wait, the requests under way finish on
+        # their own; the kit hands the batch's rows back.
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 def webhook_deliver_batch() -> int:
     """Claims a batch, sends it with no transaction open, records the outcomes; returns
     how many deliveries it claimed."""
@@ -109,25 +139,34 @@ def webhook_deliver_batch() -> int:
         return 0
     max_attempts = conf.retry_policy().max_attempts
     # Rows whose workers kept dying (the kit fails them without a send).
-    lost = [item for item in claimed if item.attempts > 1 and item.attempts > max_attempts]
+    lost = {item.pk for item in claimed if item.attempts > 1 and item.attempts > max_attempts}
     attempts: dict[Any, Attempt] = {}
     sender = _Sender()
     try:
+        sending: list[WebhookDelivery] = []
         for item in claimed:
-            if item not in lost:
-                attempts[item.pk] = sender.attempt(item)
+            if item.pk in lost:
+                continue
+            refused = sender.prepare(item)
+            if refused is None:
+                sending.append(item)
+            else:
+                attempts[item.pk] = refused
+        if sending:
+            attempts.update(_send_all(sender, sending))
     finally:
         sender.close()
     delivered = [
         item for item in claimed if item.pk in attempts and attempts[item.pk].error is None
     ]
-    failed = [item for item in claimed if item not in delivered]
+    done = {item.pk for item in delivered}
+    failed = [item for item in claimed if item.pk not in done]
     if delivered:
         WEBHOOK_QUEUE.complete(token=token, items=delivered, work=Delivered(attempts))
     if failed:
         WEBHOOK_QUEUE.run(token=token, items=failed, work=Failures(attempts))
     if lost:
-        deliveries_lost_finish(ids=[item.pk for item in lost])
+        deliveries_lost_finish(ids=list(lost))
     return len(claimed)
 
 
