@@ -150,6 +150,11 @@ app.conf.beat_schedule = {
         "schedule": 10.0,
         "options": {"expires": 9},
     },
+    "webhooks.purge_expired": {
+        "task": "webhooks.purge_expired",
+        "schedule": 600.0,
+        "options": {"expires": 540},
+    },
     # Live usage counters (Redis) into the per-day rows; idempotent across crashes.
     "tenancy.fold_usage": {
         "task": "tenancy.fold_usage",

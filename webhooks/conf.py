@@ -19,6 +19,8 @@ DEFAULT_WAKE_SETTLE_SECONDS = 0.3
 DEFAULT_TASK_TIME_BUDGET_SECONDS = 30.0
 # How long the previous secret keeps signing after a rotation.
 SECRET_OVERLAP_HOURS = 24.0
+# Deliveries one run of the purge deletes at most.
+PURGE_MAX_ROWS_PER_RUN = 10_000
 # Response text kept in a failed delivery's error (the body itself is never stored).
 ERROR_BODY_CHARACTERS = 200
 
@@ -41,6 +43,11 @@ def disable_after_hours() -> float:
 def replay_max_deliveries() -> int:
     """The most deliveries one replay of a time range requeues."""
     return int(settings.WEBHOOK_REPLAY_MAX_DELIVERIES)
+
+
+def retention_days() -> float:
+    """How long the delivery log keeps delivered and failed deliveries."""
+    return float(settings.WEBHOOK_RETENTION_DAYS)
 
 
 def lease_seconds() -> float:

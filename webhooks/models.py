@@ -93,6 +93,12 @@ class WebhookDelivery(WorkItem):
             dead_letter_index("webhook_delivery_dead_idx"),
             # Serves an endpoint's delivery log (cursor order) and the replay of a range.
             models.Index(fields=["endpoint", "created_at", "id"], name="webhook_delivery_log_idx"),
+            # Serves the purge of final deliveries past retention, oldest first.
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(state__in=["delivered", "failed"]),
+                name="webhook_delivery_final_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -7,6 +7,7 @@ from celery import shared_task
 from webhooks import conf
 from webhooks.queue import WEBHOOK_QUEUE
 from webhooks.services.delivery import webhook_deliver_due
+from webhooks.services.retention import webhook_deliveries_purge_expired
 
 logger = logging.getLogger(__name__)
 
@@ -31,3 +32,13 @@ def sweep() -> int:
     if claimed:
         logger.info("Webhook sweep claimed %d deliveries", claimed)
     return claimed
+
+
+@shared_task(name="webhooks.purge_expired", ignore_result=True)
+def purge_expired() -> int:
+    """Deletes delivered and failed deliveries past WEBHOOK_RETENTION_DAYS, a bounded
+    amount per run."""
+    deleted = webhook_deliveries_purge_expired()
+    if deleted:
+        logger.info("Deleted %d webhook deliveries past retention", deleted)
+    return deleted

@@ -358,6 +358,8 @@ WEBHOOK_LEASE_SECONDS = env.float("WEBHOOK_LEASE_SECONDS", default=600.0)
 # Requests of a claimed batch of deliveries under way at once (threads of the worker).
 WEBHOOK_SEND_CONCURRENCY = env.int("WEBHOOK_SEND_CONCURRENCY", default=10)
 WEBHOOK_REPLAY_MAX_DELIVERIES = env.int("WEBHOOK_REPLAY_MAX_DELIVERIES", default=1000)
+# Days the delivery log keeps delivered and failed deliveries (pending ones stay).
+WEBHOOK_RETENTION_DAYS = env.float("WEBHOOK_RETENTION_DAYS", default=30.0)
 # Backoff of deliveries: the first wait, its factor, its cap and the attempts in all.
 # Unset, webhooks' own policy holds (1 min, x3, 6 h, 22 attempts: about three days).
 WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=None)

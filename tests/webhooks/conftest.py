@@ -38,11 +38,13 @@ class Reply:
 
 class Receiver:
     """A threaded HTTP server on 127.0.0.1 that records every request and answers with the
-    queued replies in order (200 once they run out)."""
+    reply routed to its path (`route`), else the queued replies in order (200 once they
+    run out)."""
 
     def __init__(self) -> None:
         self.received: list[Received] = []
         self.replies: list[Reply] = []
+        self.routes: dict[str, Reply] = {}
         self.lock = threading.Lock()
         receiver = self
 
@@ -54,7 +56,9 @@ class Receiver:
                     receiver.received.append(
                         Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                     )
-                    reply = receiver.replies.pop(0) if receiver.replies else Reply()
+                    reply = receiver.routes.get(self.path) or (
+                        receiver.replies.pop(0) if receiver.replies else Reply()
+                    )
                 if reply.delay:
                     time.sleep(reply.delay)
                 try:
@@ -83,6 +87,11 @@ class Receiver:
     def reply(self, *replies: Reply) -> None:
         with self.lock:
             self.replies.extend(replies)
+
+    def route(self, path: str, reply: Reply) -> None:
+        """Answers every request to `path` with `reply`."""
+        with self.lock:
+            self.routes[path] = reply
 
     def start(self) -> None:
         self.thread.start()

@@ -11,9 +11,10 @@ from config.runtime import secrets
 from events.services.processing import events_process_batch
 from tests.factories import UserFactory
 from tests.webhooks.conftest import Reply, drain, verified
+from tests.webhooks.factories import WebhookDeliveryFactory
 from tests.webhooks.test_delivery import deliveries, endpoint, send
 from webhooks.models import WebhookDelivery, WebhookEndpoint
-from webhooks.tasks import deliver, sweep
+from webhooks.tasks import deliver, purge_expired, sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +95,21 @@ def test_the_tasks_deliver_on_their_own_queue(api, world, receiver, wall_clock):
     route = celery_app.amqp.router.route({}, "webhooks.deliver")
     assert route["queue"].name == "webhooks"
     assert celery_app.conf.beat_schedule["webhooks.sweep"]["task"] == "webhooks.sweep"
+
+
+def test_the_purge_deletes_final_deliveries_past_retention_only(world, clock, settings):
+    settings.WEBHOOK_RETENTION_DAYS = 30
+    old_delivered = WebhookDeliveryFactory(endpoint__project=world.project, state="delivered")
+    old_failed = WebhookDeliveryFactory(endpoint=old_delivered.endpoint, dead=True)
+    old_pending = WebhookDeliveryFactory(endpoint=old_delivered.endpoint)
+    clock.advance(days=30, seconds=1)
+    recent = WebhookDeliveryFactory(endpoint=old_delivered.endpoint, state="delivered")
+
+    deleted = purge_expired.apply().get()
+
+    assert deleted == 2
+    assert set(WebhookDelivery.objects.values_list("pk", flat=True)) == {
+        old_pending.pk,
+        recent.pk,
+    }
+    assert old_failed.endpoint_id == old_delivered.endpoint_id

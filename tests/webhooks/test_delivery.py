@@ -282,7 +282,8 @@ def test_a_receiver_that_times_out_does_not_hold_up_the_others(
     settings.WEBHOOK_TIMEOUT_SECONDS = 0.5
     slow = [endpoint(api, world, receiver.url + f"/slow{i}") for i in range(4)]
     fast = endpoint(api, world, receiver.url + "/fast")
-    receiver.reply(*[Reply(delay=1.5)] * 4)
+    for i in range(4):
+        receiver.route(f"/hooks/slow{i}", Reply(delay=1.5))
     send(api, world)
     while events_process_batch().claimed:
         pass
