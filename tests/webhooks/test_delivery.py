@@ -325,3 +325,19 @@ def test_a_batch_makes_its_deliveries_in_a_fixed_number_of_statements(
 
     assert statements(events_process_batch) == few
     assert WebhookDelivery.objects.filter(event_type="order_placed").count() == 3 * 23
+
+
+def test_an_unreadable_secret_fails_the_delivery_without_a_request(
+    api, world, receiver, wall_clock
+):
+    hook = endpoint(api, world, receiver.url)
+    WebhookEndpoint.objects.update(secret="encrypted under a key dropped too early")
+    send(api, world)
+
+    drain()
+
+    assert receiver.received == []
+    [logged] = deliveries(api, world, hook["id"])
+    assert logged["status"] == "failed"
+    assert logged["attempts"] == 0
+    assert logged["last_error"] == "The endpoint's secret cannot be read."
