@@ -24,6 +24,7 @@ ENDPOINT_FIELDS = (
     "disabled_at",
     "disabled_reason",
     "failing_since",
+    "deleted_at",
     "previous_secret_expires_at",
     "created_at",
     "updated_at",
@@ -34,7 +35,7 @@ ENDPOINT_FIELDS = (
 class WebhookEndpointAdmin(ReadOnlyModelAdmin):
     """Read-only; the encrypted secrets are not even fetched."""
 
-    list_display = ["url", "project", "disabled_at", "failing_since", "created_at"]
+    list_display = ["url", "project", "disabled_at", "failing_since", "deleted_at", "created_at"]
     list_select_related = ["project"]
     search_fields = ["=id", "url"]
     raw_id_fields = ["project"]

@@ -28,13 +28,17 @@ class WebhookEndpoint(ProjectScopedModel):
     # The first failed attempt since the last successful one (null while healthy): the
     # auto-disable rule reads it, so no scan of the deliveries is needed.
     failing_since = models.DateTimeField(null=True, blank=True)
+    # DELETE hides the endpoint at once and stops its deliveries; the row goes once its
+    # delivery log has aged out (retention), so a delivery never points at a missing row
+    # and a delete never cascades through a large log inside a request.
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
             # Serves the fan-out: a batch's projects' enabled endpoints.
             models.Index(
                 fields=["project"],
-                condition=models.Q(disabled_at__isnull=True),
+                condition=models.Q(disabled_at__isnull=True, deleted_at__isnull=True),
                 name="webhook_endpoint_enabled_idx",
             ),
         ]

@@ -12,13 +12,13 @@ from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 
 def webhook_endpoint_list(*, project: Project) -> QuerySet[WebhookEndpoint]:
-    return WebhookEndpoint.objects.filter(project=project)
+    return WebhookEndpoint.objects.filter(project=project, deleted_at__isnull=True)
 
 
 def webhook_endpoint_get(
     *, project: Project, endpoint_id: uuid.UUID | str
 ) -> WebhookEndpoint | None:
-    return WebhookEndpoint.objects.filter(project=project, pk=endpoint_id).first()
+    return webhook_endpoint_list(project=project).filter(pk=endpoint_id).first()
 
 
 def webhook_delivery_list(
@@ -32,7 +32,7 @@ def webhook_delivery_get(
 ) -> WebhookDelivery | None:
     return (
         WebhookDelivery.objects.select_related("endpoint")
-        .filter(project=project, pk=delivery_id)
+        .filter(project=project, pk=delivery_id, endpoint__deleted_at__isnull=True)
         .first()
     )
 
@@ -44,9 +44,9 @@ def webhook_endpoints_enabled(*, project_ids: Iterable[Any]) -> dict[Any, list[W
     ids = list(set(project_ids))
     if not ids:
         return found
-    endpoints = WebhookEndpoint.objects.filter(project_id__in=ids, disabled_at__isnull=True).only(
-        "id", "project_id", "event_types"
-    )
+    endpoints = WebhookEndpoint.objects.filter(
+        project_id__in=ids, disabled_at__isnull=True, deleted_at__isnull=True
+    ).only("id", "project_id", "event_types")
     for endpoint in endpoints:
         found[endpoint.project_id].append(endpoint)
     return found

@@ -7,7 +7,10 @@ from celery import shared_task
 from webhooks import conf
 from webhooks.queue import WEBHOOK_QUEUE
 from webhooks.services.delivery import webhook_deliver_due
-from webhooks.services.retention import webhook_deliveries_purge_expired
+from webhooks.services.retention import (
+    webhook_deliveries_purge_expired,
+    webhook_endpoints_purge_deleted,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +40,11 @@ def sweep() -> int:
 @shared_task(name="webhooks.purge_expired", ignore_result=True)
 def purge_expired() -> int:
     """Deletes delivered and failed deliveries past WEBHOOK_RETENTION_DAYS, a bounded
-    amount per run."""
+    amount per run, then the endpoints deleted that long ago whose log is empty."""
     deleted = webhook_deliveries_purge_expired()
-    if deleted:
-        logger.info("Deleted %d webhook deliveries past retention", deleted)
+    endpoints = webhook_endpoints_purge_deleted()
+    if deleted or endpoints:
+        logger.info(
+            "Deleted %d webhook deliveries and %d endpoints past retention", deleted, endpoints
+        )
     return deleted

@@ -11,7 +11,7 @@ from config.runtime import secrets
 from events.services.processing import events_process_batch
 from tests.factories import UserFactory
 from tests.webhooks.conftest import Reply, drain, verified
-from tests.webhooks.factories import WebhookDeliveryFactory
+from tests.webhooks.factories import WebhookDeliveryFactory, WebhookEndpointFactory
 from tests.webhooks.test_delivery import deliveries, endpoint, send
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 from webhooks.tasks import deliver, purge_expired, sweep
@@ -113,3 +113,24 @@ def test_the_purge_deletes_final_deliveries_past_retention_only(world, clock, se
         recent.pk,
     }
     assert old_failed.endpoint_id == old_delivered.endpoint_id
+
+
+def test_the_purge_removes_endpoints_deleted_long_ago_once_their_log_is_empty(
+    world, clock, settings
+):
+    settings.WEBHOOK_RETENTION_DAYS = 30
+    kept_log = WebhookDeliveryFactory(endpoint__project=world.project)  # pending: stays
+    empty = WebhookEndpointFactory(project=world.project)
+    recent = WebhookEndpointFactory(project=world.project)
+    WebhookEndpoint.objects.filter(pk__in=[kept_log.endpoint_id, empty.pk]).update(
+        deleted_at=clock.current
+    )
+    clock.advance(days=31)
+    WebhookEndpoint.objects.filter(pk=recent.pk).update(deleted_at=clock.current)
+
+    purge_expired.apply().get()
+
+    assert set(WebhookEndpoint.objects.values_list("pk", flat=True)) == {
+        kept_log.endpoint_id,
+        recent.pk,
+    }

@@ -5,9 +5,10 @@ re-enabled by PATCH."""
 import pytest
 
 from events.models import Event
+from events.services.processing import events_process_batch
 from tests.webhooks.conftest import Reply, drain
 from tests.webhooks.test_delivery import deliveries, endpoint, send
-from webhooks.models import WebhookEndpoint
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -171,3 +172,26 @@ def test_patch_re_enables_a_disabled_endpoint_and_forgets_its_failures(
     send(api, world, email="grace@example.com")
     drain()
     assert receiver.received[-1].headers["webhook-id"] != receiver.received[0].headers["webhook-id"]
+
+
+def test_a_deleted_endpoints_pending_deliveries_are_not_sent(api, world, receiver, wall_clock):
+    hook = endpoint(api, world, receiver.url)
+    send(api, world)
+    while events_process_batch().claimed:
+        pass
+
+    api.delete(f"/webhook-endpoints/{hook['id']}", key=world.keys["project"])
+    drain()
+    send(api, world, email="later@example.com")
+    drain()
+
+    assert receiver.received == []
+    [delivery] = WebhookDelivery.objects.all()
+    assert delivery.state == "failed"
+    assert delivery.error == "The endpoint was deleted."
+    assert (
+        api.get(
+            f"/webhook-endpoints/{hook['id']}/deliveries", key=world.keys["project"]
+        ).status_code
+        == 404
+    )

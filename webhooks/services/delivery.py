@@ -61,6 +61,9 @@ class _Sender:
         None once the endpoint's secrets are at hand; in the calling thread."""
         endpoint: WebhookEndpoint = item.endpoint
         at = clock.now()
+        if endpoint.deleted_at is not None:
+            error = WorkError("The endpoint was deleted.", code="endpoint_deleted", permanent=True)
+            return Attempt(at, None, error, counted=False)
         if endpoint.disabled_at is not None:
             error = WorkError("The endpoint is disabled.", code="endpoint_disabled", permanent=True)
             return Attempt(at, None, error, counted=False)

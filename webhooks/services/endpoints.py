@@ -89,7 +89,9 @@ def webhook_endpoint_create(
 
 def _locked(project: Project, endpoint_id: uuid.UUID | str) -> WebhookEndpoint:
     endpoint = (
-        WebhookEndpoint.objects.select_for_update().filter(project=project, pk=endpoint_id).first()
+        WebhookEndpoint.objects.select_for_update()
+        .filter(project=project, pk=endpoint_id, deleted_at__isnull=True)
+        .first()
     )
     if endpoint is None:
         raise NotFound("No such webhook endpoint.")
@@ -120,12 +122,11 @@ def webhook_endpoint_update(
 
 
 def webhook_endpoint_delete(*, project: Project, endpoint_id: uuid.UUID | str) -> WebhookEndpoint:
-    """Deletes the endpoint with its delivery log; deliveries not sent yet are dropped."""
+    """Deletes the endpoint: gone from the API at once, and its deliveries not sent yet
+    are never sent; the row and its log are removed by retention."""
     with transaction.atomic():
         endpoint = _locked(project, endpoint_id)
-        deleted_id = endpoint.pk
-        endpoint.delete()
-        endpoint.pk = deleted_id
+        model_update(endpoint, fields={"deleted_at": clock.now()})
     return endpoint
 
 

@@ -33,7 +33,7 @@ def webhook_delivery_replay(*, project: Project, delivery_id: uuid.UUID | str) -
         delivery = (
             WebhookDelivery.objects.select_for_update(of=("self",))
             .select_related("endpoint")
-            .filter(project=project, pk=delivery_id)
+            .filter(project=project, pk=delivery_id, endpoint__deleted_at__isnull=True)
             .first()
         )
         if delivery is None:
@@ -62,7 +62,7 @@ def webhook_endpoint_replay(
     with transaction.atomic():
         endpoint = (
             WebhookEndpoint.objects.select_for_update()
-            .filter(project=project, pk=endpoint_id)
+            .filter(project=project, pk=endpoint_id, deleted_at__isnull=True)
             .first()
         )
         if endpoint is None:
