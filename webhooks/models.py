@@ -97,6 +97,13 @@ class WebhookDelivery(WorkItem):
             dead_letter_index("webhook_delivery_dead_idx"),
             # Serves an endpoint's delivery log (cursor order) and the replay of a range.
             models.Index(fields=["endpoint", "created_at", "id"], name="webhook_delivery_log_idx"),
+            # Serves the sweep's fix-up of rows the kit dead-lettered on its own (a time
+            # limit on the last attempt): nearly always empty.
+            models.Index(
+                fields=["id"],
+                condition=models.Q(status="dead_lettered", state="pending"),
+                name="webhook_delivery_unfinish_idx",
+            ),
             # Serves the purge of final deliveries past retention, oldest first.
             models.Index(
                 fields=["created_at"],

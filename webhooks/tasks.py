@@ -7,6 +7,7 @@ from celery import shared_task
 from webhooks import conf
 from webhooks.queue import WEBHOOK_QUEUE
 from webhooks.services.delivery import webhook_deliver_due
+from webhooks.services.outcomes import deliveries_dead_finish
 from webhooks.services.retention import (
     webhook_deliveries_purge_expired,
     webhook_endpoints_purge_deleted,
@@ -27,8 +28,9 @@ def deliver() -> int:
 
 @shared_task(name="webhooks.sweep", ignore_result=True)
 def sweep() -> int:
-    """The safety net on beat: deliveries no wake-up reached, retries that came due, and
-    expired leases of dead workers."""
+    """The safety net on beat: deliveries no wake-up reached, retries that came due,
+    expired leases of dead workers, and deliveries a time limit dead-lettered."""
+    deliveries_dead_finish()
     claimed, more = webhook_deliver_due(budget_seconds=conf.task_time_budget_seconds())
     if more:
         WEBHOOK_QUEUE.publish()

@@ -134,3 +134,20 @@ def test_the_purge_removes_endpoints_deleted_long_ago_once_their_log_is_empty(
         kept_log.endpoint_id,
         recent.pk,
     }
+
+
+def test_the_sweep_fails_deliveries_a_time_limit_dead_lettered(world, clock):
+    """The kit hands a batch back when the task's time limit runs out; on the last
+    attempt that dead-letters the row without the delivery's own outcome."""
+    delivery = WebhookDeliveryFactory(
+        endpoint__project=world.project,
+        status="dead_lettered",
+        next_attempt_at=None,
+        last_error="TimeLimitReached: The task's time limit ran out while this row was held.",
+    )
+
+    sweep.apply().get()
+
+    delivery.refresh_from_db()
+    assert delivery.state == "failed"
+    assert delivery.error.startswith("TimeLimitReached:")

@@ -8,6 +8,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models.functions import Left
+
 from config.registries.outbox import system_event_emit
 from config.runtime.clock import iso_utc
 from config.workqueue.errors import WorkError
@@ -114,6 +116,20 @@ def endpoint_failure_record(*, endpoint: WebhookEndpoint, at: dt.datetime) -> bo
         },
     )
     return True
+
+
+def deliveries_dead_finish(*, limit: int = 500) -> int:
+    """Deliveries the kit dead-lettered without our outcome (the task's time limit ran out
+    on their last attempt): `failed`, with the kit's error. The sweep's share."""
+    unfinished = WebhookDelivery.objects.filter(
+        status=WorkStatus.DEAD_LETTERED, state=DeliveryState.PENDING
+    )
+    ids = list(unfinished.values_list("pk", flat=True)[:limit])
+    if not ids:
+        return 0
+    return unfinished.filter(pk__in=ids).update(
+        state=DeliveryState.FAILED, error=Left("last_error", 500)
+    )
 
 
 def deliveries_lost_finish(*, ids: list[Any]) -> int:
