@@ -31,6 +31,7 @@ class Queues:
     PUSH = "push"
     AUTOMATIONS = "automations"
     IMPORTS = "imports"
+    WEBHOOKS = "webhooks"
 
 
 app.conf.task_default_queue = Queues.DEFAULT
@@ -45,6 +46,8 @@ app.conf.task_queues = [
     # Commits apply thousands of rows per task: their own queue keeps events and sends
     # from waiting behind them when workers are split by queue.
     Queue(Queues.IMPORTS, routing_key=Queues.IMPORTS),
+    # Deliveries wait on customers' servers (up to a timeout each): apart from the sends.
+    Queue(Queues.WEBHOOKS, routing_key=Queues.WEBHOOKS),
 ]
 app.conf.task_routes = {
     "events.*": {"queue": Queues.EVENTS},
@@ -52,6 +55,7 @@ app.conf.task_routes = {
     "pushproviders.*": {"queue": Queues.PUSH},
     "automations.*": {"queue": Queues.AUTOMATIONS},
     "imports.*": {"queue": Queues.IMPORTS},
+    "webhooks.*": {"queue": Queues.WEBHOOKS},
 }
 
 
@@ -138,6 +142,18 @@ app.conf.beat_schedule = {
         "task": "imports.sweep",
         "schedule": 10.0,
         "options": {"expires": 9},
+    },
+    # The webhook deliveries table is the queue; the same safety net for deliveries
+    # (retries coming due, dead workers' leases).
+    "webhooks.sweep": {
+        "task": "webhooks.sweep",
+        "schedule": 10.0,
+        "options": {"expires": 9},
+    },
+    "webhooks.purge_expired": {
+        "task": "webhooks.purge_expired",
+        "schedule": 600.0,
+        "options": {"expires": 540},
     },
     # Live usage counters (Redis) into the per-day rows; idempotent across crashes.
     "tenancy.fold_usage": {

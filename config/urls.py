@@ -42,6 +42,7 @@ urlpatterns = [
     path("", include("imports.api.urls")),
     # Segment-compatible ingest (/v1/track, /v1/batch, ...).
     path("", include("tracking.api.urls")),
+    path("", include("webhooks.api.urls")),
     # Every other path (newlines included): the 404 envelope, whatever the method.
     re_path(r"^[\s\S]*$", not_found_view),
 ]

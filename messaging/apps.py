@@ -4,6 +4,7 @@ from django.apps import AppConfig
 from config.registries.agenttools import register_agent_tools
 from config.registries.console import register_dashboard_section
 from config.registries.hooks import ByPath
+from config.registries.systemevents import SystemEventType, register_system_event_types
 from contacts.hooks import register_timeline_source
 from tenancy.preparedactions.registry import Operation, register
 
@@ -19,6 +20,57 @@ tracking.connect(
 # review on its dashboard.
 register_timeline_source("messaging.timeline.email_timeline")
 register_dashboard_section("messaging.console.campaigns_awaiting_review")
+
+_EMAIL = {
+    "email_id": "0190b7a2-6d2f-7c4b-8a11-4d3e2f1a5b22",
+    "contact_id": "0190b7a2-5c1e-7b3a-9f00-3c2d1e0f4a11",
+    "template_id": "0190b7a2-7e30-7d5c-9b22-5e4f3a2b6c33",
+}
+# The system events this family records (`GET /webhook-event-types` lists them).
+register_system_event_types(
+    SystemEventType(
+        name="mail.send",
+        description="The mail server accepted an email.",
+        example=_EMAIL,
+    ),
+    SystemEventType(
+        name="mail.delivery",
+        description="The ESP reported the email delivered to the recipient's server.",
+        example=_EMAIL,
+    ),
+    SystemEventType(
+        name="mail.open",
+        description="The recipient opened the email (the tracking pixel, a click, or the ESP); "
+        "`first` is true for the first open.",
+        example={**_EMAIL, "source": "pixel", "first": True},
+    ),
+    SystemEventType(
+        name="mail.click",
+        description="The recipient clicked a tracked link; `first` is true for the first click.",
+        example={
+            **_EMAIL,
+            "url": "https://example.com/pricing",
+            "source": "redirect",
+            "first": True,
+        },
+    ),
+    SystemEventType(
+        name="mail.bounce",
+        description="The ESP reported a bounce; hard bounces suppress the address.",
+        example=_EMAIL,
+    ),
+    SystemEventType(
+        name="mail.complaint",
+        description="The recipient marked the email as spam; the address is suppressed.",
+        example=_EMAIL,
+    ),
+    SystemEventType(
+        name="mail.unsubscribe",
+        description="The recipient unsubscribed through the email's link (from its topic, or "
+        "from everything when it has none).",
+        example={**_EMAIL, "topic_id": None, "source": "link"},
+    ),
+)
 # CONTRACT section 2's scope for sends, spelled out because tenancy.models (where `Scope`
 # lives) cannot be imported before the app registry is ready; a test checks it is
 # `Scope.MESSAGES_SEND`.

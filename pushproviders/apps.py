@@ -2,6 +2,7 @@ from django.apps import AppConfig
 
 from config.registries.agenttools import register_agent_tools
 from config.registries.partitions import PartitionedTable, register_partitioned_table
+from config.registries.systemevents import SystemEventType, register_system_event_types
 from contacts.hooks import register_contact_deleted_handler, register_timeline_source
 from messaging.hooks import register_push_campaign_handlers, register_push_test_sender
 
@@ -30,6 +31,33 @@ register_partitioned_table(
 
 # A contact's push notifications on its timeline in the staff console.
 register_timeline_source("pushproviders.timeline.push_timeline")
+
+_PUSH = {
+    "push_id": "0190b7a2-8f41-7e6d-8c33-6f5a4b3c7d44",
+    "contact_id": "0190b7a2-5c1e-7b3a-9f00-3c2d1e0f4a11",
+    "template_id": "0190b7a2-7e30-7d5c-9b22-5e4f3a2b6c33",
+    "installation_id": "0190b7a2-9052-7f7e-9d44-7a6b5c4d8e55",
+    "platform": "fcm",
+}
+# The system events this family records (`GET /webhook-event-types` lists them).
+register_system_event_types(
+    SystemEventType(
+        name="push.send",
+        description="A push provider accepted a notification for one installation.",
+        example=_PUSH,
+    ),
+    SystemEventType(
+        name="push.open",
+        description="The app reported a notification opened.",
+        example=_PUSH,
+    ),
+    SystemEventType(
+        name="push.failure",
+        description="A notification could not be sent to an installation; `status` is "
+        "`failed` or `invalid_token` (the installation was deactivated).",
+        example={**_PUSH, "status": "failed", "error": "The provider is disabled."},
+    ),
+)
 
 
 class PushProvidersConfig(AppConfig):

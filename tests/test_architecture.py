@@ -38,6 +38,8 @@ PACKAGES = (
     "automations",
     "imports",
     "agent",
+    "tracking",
+    "webhooks",
 )
 
 

@@ -2,7 +2,8 @@
 before a request, and every connection goes to an address that check approved, so a
 second DNS answer (rebinding) cannot send the request into the service's own network.
 
-Knows no app: the caller says whether loopback http is allowed (PUSH_ALLOW_HTTP for push).
+Knows no app: the caller says whether loopback http is allowed (PUSH_ALLOW_HTTP for push,
+WEBHOOKS_ALLOW_HTTP for webhooks).
 TLS still verifies the certificate against the URL's host name; only the TCP connect uses
 the pinned address. Proxies from the environment are ignored (they would connect for us).
 """

@@ -1,5 +1,5 @@
 """The check every URL the service fetches on a user's behalf passes first (push
-subscription endpoints, OAuth token URIs, later webhooks): https only, and every address
+subscription endpoints, OAuth token URIs, webhook endpoints): https only, and every address
 the host resolves to is global, so a user cannot point the service at its own network
 (loopback, private, link-local, metadata services).
 

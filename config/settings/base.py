@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "imports",
     "agent",
     "tracking",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -248,6 +249,10 @@ TASK_TIME_LIMITS: dict[str, tuple[float, float]] = {
         env.float("IMPORTS_TASK_SOFT_TIME_LIMIT_SECONDS", default=390.0),
         env.float("IMPORTS_TASK_TIME_LIMIT_SECONDS", default=450.0),
     ),
+    "webhooks": (
+        env.float("WEBHOOKS_TASK_SOFT_TIME_LIMIT_SECONDS", default=180.0),
+        env.float("WEBHOOKS_TASK_TIME_LIMIT_SECONDS", default=240.0),
+    ),
 }
 
 # Sending domains: the SPF include every domain publishes (the SPF record of the servers
@@ -341,6 +346,29 @@ PUSH_RETRY_BASE_SECONDS = env.float("PUSH_RETRY_BASE_SECONDS", default=None)
 PUSH_RETRY_FACTOR = env.float("PUSH_RETRY_FACTOR", default=None)
 PUSH_RETRY_CAP_SECONDS = env.float("PUSH_RETRY_CAP_SECONDS", default=None)
 PUSH_RETRY_MAX_ATTEMPTS = env.int("PUSH_RETRY_MAX_ATTEMPTS", default=None)
+
+# Outbound webhooks (docs/API.md, Webhooks): endpoint URLs must be https to public
+# addresses (config/net/netguard.py, checked when a delivery connects); on, this also lets
+# http and loopback through, for tests against local receivers only.
+WEBHOOKS_ALLOW_HTTP = env.bool("WEBHOOKS_ALLOW_HTTP", default=False)
+# Seconds each connect, write and read of a delivery may take; then it is a failed attempt.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# An endpoint whose every delivery failed for this many hours is disabled.
+WEBHOOK_DISABLE_AFTER_HOURS = env.float("WEBHOOK_DISABLE_AFTER_HOURS", default=72.0)
+# How long a worker's claim on a batch of deliveries holds (longer than a batch of timeouts),
+# and the most deliveries one replay of a time range queues again.
+WEBHOOK_LEASE_SECONDS = env.float("WEBHOOK_LEASE_SECONDS", default=600.0)
+# Requests of a claimed batch of deliveries under way at once (threads of the worker).
+WEBHOOK_SEND_CONCURRENCY = env.int("WEBHOOK_SEND_CONCURRENCY", default=10)
+WEBHOOK_REPLAY_MAX_DELIVERIES = env.int("WEBHOOK_REPLAY_MAX_DELIVERIES", default=1000)
+# Days the delivery log keeps delivered and failed deliveries (pending ones stay).
+WEBHOOK_RETENTION_DAYS = env.float("WEBHOOK_RETENTION_DAYS", default=30.0)
+# Backoff of deliveries: the first wait, its factor, its cap and the attempts in all.
+# Unset, webhooks' own policy holds (1 min, x3, 6 h, 22 attempts: about three days).
+WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=None)
+WEBHOOK_RETRY_FACTOR = env.float("WEBHOOK_RETRY_FACTOR", default=None)
+WEBHOOK_RETRY_CAP_SECONDS = env.float("WEBHOOK_RETRY_CAP_SECONDS", default=None)
+WEBHOOK_RETRY_MAX_ATTEMPTS = env.int("WEBHOOK_RETRY_MAX_ATTEMPTS", default=None)
 
 # Event processing: how long a worker's claim on a batch of events holds before another
 # worker may take it over (events/conf.py has the pipeline's other tunables).

@@ -66,3 +66,4 @@ API_RATE_LIMIT = 100_000
 # Counts reach Redis when a test flushes them (usage_flush), not on a timer.
 USAGE_FLUSH_SECONDS = 3600.0
 AUTOMATIONS_WAKE_SETTLE_SECONDS = 0
+WEBHOOK_WAKE_SETTLE_SECONDS = 0

@@ -51,6 +51,7 @@ from tests.pushproviders.factories import (
     PushInstallationFactory,
     PushProviderFactory,
 )
+from tests.webhooks.factories import WebhookDeliveryFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -166,6 +167,7 @@ def console_rows(world):
         next_attempt_at=occurred,
         last_error="Deadlock",
     )
+    WebhookDeliveryFactory(endpoint__project=world.project, dead=True)
     return world
 
 
