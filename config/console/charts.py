@@ -18,6 +18,7 @@ HEIGHT = 240
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 28, 40
 PALETTE = ("#417690", "#2e7d32", "#c62828", "#ef6c00", "#6a1b9a", "#00838f", "#5d4037")
 FONT = 'font-family="sans-serif" font-size="11"'
+LEGEND_PER_ROW = 6
 
 _ids = itertools.count(1)
 
@@ -58,9 +59,9 @@ def _open(kind: str, title: str, description: str, height: int = HEIGHT) -> tupl
     return head, "</svg>"
 
 
-def _y_axis(top: float, *, unit: str) -> str:
+def _y_axis(top: float, *, unit: str, plot_top: int = TOP) -> str:
     """The y axis: zero, half and the top, with light grid lines."""
-    plot_bottom, plot_height = HEIGHT - BOTTOM, HEIGHT - TOP - BOTTOM
+    plot_bottom, plot_height = HEIGHT - BOTTOM, HEIGHT - plot_top - BOTTOM
     parts = []
     for fraction in (0.0, 0.5, 1.0):
         y = plot_bottom - fraction * plot_height
@@ -71,8 +72,9 @@ def _y_axis(top: float, *, unit: str) -> str:
             f"{escape(_number(top * fraction))}</text>"
         )
     parts.append(
-        f'<text x="12" y="{TOP + plot_height / 2:.1f}" {FONT} fill="#555" text-anchor="middle" '
-        f'transform="rotate(-90 12 {TOP + plot_height / 2:.1f})">{escape(unit)}</text>'
+        f'<text x="12" y="{plot_top + plot_height / 2:.1f}" {FONT} fill="#555" '
+        f'text-anchor="middle" transform="rotate(-90 12 {plot_top + plot_height / 2:.1f})">'
+        f"{escape(unit)}</text>"
     )
     return "".join(parts)
 
@@ -143,9 +145,11 @@ def line_chart(
         f"From {labels[0]} to {labels[-1]}; totals: {totals}." if labels else "No data.",
     )
     top = _nice_max(max((max(line.values, default=0) for line in series), default=0))
-    plot_height = HEIGHT - TOP - BOTTOM
+    # The legend takes a row per LEGEND_PER_ROW series above the plot.
+    plot_top = TOP + 14 * ((max(len(series), 1) - 1) // LEGEND_PER_ROW)
+    plot_height = HEIGHT - plot_top - BOTTOM
     step = (WIDTH - LEFT - RIGHT) / max(len(labels), 1)
-    parts = [_y_axis(top, unit=unit)]
+    parts = [_y_axis(top, unit=unit, plot_top=plot_top)]
     for number, line in enumerate(series):
         colour = PALETTE[number % len(PALETTE)]
         points = [
@@ -159,12 +163,13 @@ def line_chart(
             "</circle>"
             for (x, y), label, value in zip(points, labels, line.values, strict=True)
         )
-        legend_x = LEFT + number * 100
+        legend_x = LEFT + (number % LEGEND_PER_ROW) * 110
+        legend_y = 8 + 14 * (number // LEGEND_PER_ROW)
         parts.append(
             f'<g class="series" data-series="{escape(line.name)}">'
             f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>{dots}'
-            f'<rect x="{legend_x}" y="8" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{legend_x + 14}" y="17" {FONT}>{escape(line.name)}</text></g>'
+            f'<rect x="{legend_x}" y="{legend_y}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{legend_x + 14}" y="{legend_y + 9}" {FONT}>{escape(line.name)}</text></g>'
         )
     parts.append(_x_labels(labels, step, every=_label_every(len(labels))))
     return mark_safe(head + "".join(parts) + tail)  # noqa: S308 (every text above is escaped)

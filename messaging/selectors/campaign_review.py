@@ -88,9 +88,7 @@ def campaign_funnel(campaign: Campaign) -> Funnel:
         complained=Count("pk", filter=Q(status=EmailStatus.COMPLAINED)),
         suppressed=Count("pk", filter=Q(status=EmailStatus.SUPPRESSED)),
         # As the campaign's stats count them: a complaint was delivered first.
-        delivered=Count(
-            "pk", filter=Q(status__in=[EmailStatus.DELIVERED, EmailStatus.COMPLAINED])
-        ),
+        delivered=Count("pk", filter=Q(status__in=[EmailStatus.DELIVERED, EmailStatus.COMPLAINED])),
         opened=Count("pk", filter=Q(opened_at__isnull=False)),
         clicked=Count("pk", filter=Q(clicked_at__isnull=False)),
     )
