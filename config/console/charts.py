@@ -18,7 +18,7 @@ HEIGHT = 240
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 28, 40
 PALETTE = ("#417690", "#2e7d32", "#c62828", "#ef6c00", "#6a1b9a", "#00838f", "#5d4037")
 FONT = 'font-family="sans-serif" font-size="11"'
-LEGEND_PER_ROW = 6
+LEGEND_PER_ROW = 4
 
 _ids = itertools.count(1)
 
@@ -51,12 +51,17 @@ def _open(kind: str, title: str, description: str, height: int = HEIGHT) -> tupl
     chart_id = f"chart-{next(_ids)}"
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="console-chart console-chart-{kind}" '
-        f'role="img" viewBox="0 0 {WIDTH} {height}" width="100%" '
-        f'style="max-width:{WIDTH}px" aria-labelledby="{chart_id}-title {chart_id}-desc">'
+        f'role="img" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
+        'style="max-width:100%;height:auto" '
+        f'aria-labelledby="{chart_id}-title {chart_id}-desc">'
         f'<title id="{chart_id}-title">{escape(title)}</title>'
         f'<desc id="{chart_id}-desc">{escape(description)}</desc>'
     )
-    return head, "</svg>"
+    # The title is also shown above the picture, for those who see it.
+    return (
+        f'<figure class="console-figure"><figcaption>{escape(title)}</figcaption>{head}',
+        "</svg></figure>",
+    )
 
 
 def _y_axis(top: float, *, unit: str, plot_top: int = TOP) -> str:
@@ -80,14 +85,17 @@ def _y_axis(top: float, *, unit: str, plot_top: int = TOP) -> str:
 
 
 def _x_labels(labels: Sequence[str], step: float, *, every: int) -> str:
+    # A label longer than its room is cut short (the bar's own title has it whole).
+    room = max(3, int(step * every / 6.5))
     parts = []
     for index, label in enumerate(labels):
         if index % every and index != len(labels) - 1:
             continue
         x = LEFT + step * (index + 0.5)
+        shown = label if len(label) <= room else label[: room - 1] + "…"
         parts.append(
             f'<text x="{x:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" {FONT} '
-            f'fill="#555">{escape(label)}</text>'
+            f'fill="#555">{escape(shown)}</text>'
         )
     return "".join(parts)
 
@@ -163,7 +171,7 @@ def line_chart(
             "</circle>"
             for (x, y), label, value in zip(points, labels, line.values, strict=True)
         )
-        legend_x = LEFT + (number % LEGEND_PER_ROW) * 110
+        legend_x = LEFT + (number % LEGEND_PER_ROW) * 160
         legend_y = 8 + 14 * (number // LEGEND_PER_ROW)
         parts.append(
             f'<g class="series" data-series="{escape(line.name)}">'
@@ -201,7 +209,7 @@ def funnel_chart(*, title: str, stages: Sequence[tuple[str, float]]) -> SafeStri
             f'<text x="{label_width - 8}" y="{y + 15}" text-anchor="end" {FONT}>{escape(label)}'
             "</text>"
             f'<rect x="{label_width}" y="{y + 3}" width="{max(width, 1):.1f}" height="{row - 8}" '
-            f'fill="{PALETTE[index % len(PALETTE)]}"/>'
+            f'fill="{PALETTE[0]}"/>'
             f'<text x="{label_width + max(width, 1) + 6:.1f}" y="{y + 15}" {FONT}>'
             f"{escape(_number(value))} ({percent})</text></g>"
         )

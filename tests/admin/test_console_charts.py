@@ -29,8 +29,14 @@ T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 def parsed(markup: str) -> ElementTree.Element:
+    """The chart's svg, out of the figure that captions it."""
     # S314: markup the tests just drew, not untrusted input.
-    return ElementTree.fromstring(str(markup))  # noqa: S314
+    figure = ElementTree.fromstring(str(markup))  # noqa: S314
+    assert figure.tag == "figure"
+    assert figure.find("figcaption").text
+    svg = figure.find(f"{SVG}svg")
+    assert svg is not None
+    return svg
 
 
 @pytest.fixture(autouse=True)
