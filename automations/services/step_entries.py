@@ -12,6 +12,7 @@ any failed batch is.)"""
 import functools
 import uuid
 from collections import Counter
+from typing import Any
 
 from django.db import connection
 
@@ -40,7 +41,7 @@ def step_entries_count(entries: Entries) -> None:
     keys = sorted(key for key, count in entries.items() if count)
     if not keys:
         return
-    params: list[object] = []
+    params: list[Any] = []
     for version_id, step_key in keys:
         params.extend([version_id, step_key, entries[version_id, step_key]])
     with connection.cursor() as cursor:

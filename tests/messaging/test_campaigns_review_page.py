@@ -303,3 +303,22 @@ def test_a_sent_campaign_shows_its_funnel(client, approver, world, clock):
         content
     )
     assert "<title>Delivered: 4 (50% of Recipients)</title>" in content
+
+
+def test_a_started_push_campaign_shows_the_push_funnel(client, approver, world):
+    template = MessageTemplateFactory(project=world.project, channel="push")
+    TemplateVersionFactory(template=template, push=True, published=True, body="Sale on")
+    campaign = CampaignFactory(
+        project=world.project,
+        channel="push",
+        template=template,
+        from_email=None,
+        app_id=world.project.id,
+        sent=True,
+    )
+
+    content = page_of(client, campaign)
+
+    for label in ("Recipients", "Sent", "Opened", "Failed"):
+        assert f'data-figure="{label}"><th>{label}</th><td>0</td>' in content
+    assert 'data-figure="Delivered"' not in content
