@@ -18,7 +18,7 @@ from config.api.errors import ServiceError
 from config.console.charts import funnel_chart
 from messaging.models import Campaign, CampaignStatus, Channel
 from messaging.selectors.campaign_review import campaign_funnel, domain_verified
-from messaging.selectors.campaigns import campaign_audience_counts
+from messaging.selectors.campaigns import AudienceCounts, campaign_audience_counts
 from messaging.selectors.templates import template_version_published
 from messaging.services.campaigns import (
     campaign_approve,
@@ -86,6 +86,17 @@ def reject_one(
 
 # --- the checklist ------------------------------------------------------------------------
 
+_COUNTS = "_console_audience_counts"
+
+
+def audience_counts(campaign: Campaign) -> AudienceCounts:
+    """Who a send would reach now, counted once per page: kept on the instance, which
+    the review box and the recipients field share."""
+    counts = campaign.__dict__.get(_COUNTS)
+    if counts is None:
+        counts = campaign.__dict__[_COUNTS] = campaign_audience_counts(campaign)
+    return counts
+
 
 @dataclass(frozen=True)
 class Check:
@@ -112,7 +123,7 @@ class Review:
 def review_of(campaign: Campaign) -> Review:
     """The checklist of a campaign in review: what approval would freeze and what could
     go wrong."""
-    counts = campaign_audience_counts(campaign)
+    counts = audience_counts(campaign)
     checklist = [
         Check(
             "recipients",

@@ -35,6 +35,7 @@ from config.workqueue.models import WorkStatus
 from messaging.admin.campaign_review import (
     APPROVE_PERMISSION,
     approve_one,
+    audience_counts,
     funnel_html,
     reject_one,
     review_context,
@@ -47,7 +48,7 @@ from messaging.models import (
     CampaignStatus,
     Channel,
 )
-from messaging.selectors.campaigns import campaign_audience_counts, campaign_candidates
+from messaging.selectors.campaigns import campaign_candidates
 from messaging.selectors.templates import template_version_current, template_version_published
 from messaging.services.campaign_fanout import campaign_fanouts_requeue
 from messaging.services.rendering import RenderedEmail, render_version, template_context
@@ -120,7 +121,7 @@ class CampaignAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="recipients")
     def recipients(self, obj: Campaign) -> str:
-        counts = campaign_audience_counts(obj)
+        counts = audience_counts(obj)
         now = f"{counts.recipients} now ({counts.suppressed} suppressed or unsubscribed)"
         if obj.recipient_count is None:
             return now
@@ -306,27 +307,29 @@ class CampaignAdmin(ReadOnlyModelAdmin):
         hidden = _NOT_FOR.get(obj.channel, set())
         return [name for name in fields if name not in hidden]
 
-    def change_view(
+    def render_change_form(
         self,
         request: HttpRequest,
-        object_id: str,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
         form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
+        obj: Any = None,
     ) -> HttpResponse:
-        campaign = self.get_object(request, unquote(object_id))
-        context = dict(extra_context or {})
-        if campaign is not None:
+        # `obj` is the instance the page's fields show: the review box's counts, cached on
+        # it, serve the recipients field too (one count of the audience per page).
+        if obj is not None:
             name = f"admin:{self.opts.app_label}_{self.opts.model_name}"
             context["review"] = review_context(
                 self,
                 request,
-                campaign,
+                obj,
                 urls={
-                    "approve_url": reverse(f"{name}_approve", args=[campaign.pk]),
-                    "reject_url": reverse(f"{name}_reject", args=[campaign.pk]),
+                    "approve_url": reverse(f"{name}_approve", args=[obj.pk]),
+                    "reject_url": reverse(f"{name}_reject", args=[obj.pk]),
                 },
             )
-        return super().change_view(request, object_id, form_url, extra_context=context)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 admin.site.register(Campaign, CampaignAdmin)

@@ -6,7 +6,9 @@ import datetime as dt
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from messaging.models import Campaign, CampaignStatus, EmailStatus, RecipientStatus, SkipReason
@@ -322,3 +324,15 @@ def test_a_started_push_campaign_shows_the_push_funnel(client, approver, world):
     for label in ("Recipients", "Sent", "Opened", "Failed"):
         assert f'data-figure="{label}"><th>{label}</th><td>0</td>' in content
     assert 'data-figure="Delivered"' not in content
+
+
+def test_the_page_counts_the_audience_once_for_the_checklist_and_the_field(
+    client, approver, campaign
+):
+    with CaptureQueriesContext(connection) as queries:
+        content = page_of(client, campaign, queue=True)
+
+    counts = [query for query in queries if "FILTER (WHERE topic_subscribed" in query["sql"]]
+    assert len(counts) == 1
+    assert "3 now (0 suppressed or unsubscribed)" in content
+    assert 'name="expected_recipients" value="3"' in content
