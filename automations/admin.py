@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
 
@@ -23,8 +24,10 @@ from automations.models import (
     RunWait,
 )
 from automations.queue import RUN_QUEUE
+from automations.selectors import version_step_entries
 from automations.services.runs import runs_cancel_by_staff
 from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.console.charts import funnel_chart
 from config.workqueue.admin import WorkQueueAdmin
 
 CANCEL_REASON = "Canceled from the staff console."
@@ -55,12 +58,37 @@ class AutomationAdmin(ReadOnlyModelAdmin):
         "trigger_event",
         "current_draft_version",
         "current_published_version",
+        "step_funnel",
         "created_at",
         "updated_at",
         "deleted_at",
     )
     fields = readonly_fields
     inlines = [AutomationVersionInline]
+
+    @admin.display(description="runs by step")
+    def step_funnel(self, obj: Automation) -> SafeString | str:
+        """How many live runs of the published version entered each of its steps."""
+        version = obj.current_published_version
+        if version is None:
+            return "No published version."
+        steps = version_step_entries(version=version)
+        stages = [(f"{step['key']} ({step['type']})", entered) for step, entered in steps]
+        chart = funnel_chart(
+            title=f"Runs entering each step of version {version.version_number}", stages=stages
+        )
+        figures = format_html_join(
+            "",
+            '<tr class="step" data-step="{}"><th>{}</th><td>{}</td><td>{}</td></tr>',
+            ((step["key"], step["key"], step["type"], entered) for step, entered in steps),
+        )
+        return format_html(
+            "<p>Version {}: live runs that entered each step (a loop back counts once).</p>"
+            '<div class="step-funnel">{}</div><table class="step-figures">{}</table>',
+            version.version_number,
+            chart,
+            figures,
+        )
 
 
 @admin.register(AutomationVersion)

@@ -477,3 +477,37 @@ class TriggerStamp(models.Model):
 
     def __str__(self) -> str:
         return f"triggers of {self.project_id}: {self.stamp}"
+
+
+# Shards of a step's entry count: a database session adds to the shard of its server
+# process id, so workers advancing runs of one version at once rarely meet on a row.
+STEP_ENTRY_SHARDS = 64
+
+
+class StepEntryCount(models.Model):
+    """How many live runs of a version entered one of its steps (a run's first visit: a
+    loop back counts once), in shards summed by the reader. Added to by the engine's
+    writes in the transaction that inserts the steps, so the console's per-step funnel
+    reads these few rows instead of counting the timeline. Retention's purge of old runs
+    does not take entries back."""
+
+    id = models.BigAutoField(primary_key=True)
+    # No index of its own: `step_entry_one_per_shard` leads with it.
+    version = models.ForeignKey(
+        AutomationVersion, on_delete=models.CASCADE, related_name="step_entries", db_index=False
+    )
+    step_key = models.CharField(max_length=64)
+    shard = models.PositiveSmallIntegerField()
+    entered = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert of every count meets this key; leading with the version, it also
+            # serves the funnel of a version (its rows, at most 64 per step).
+            models.UniqueConstraint(
+                fields=["version", "step_key", "shard"], name="step_entry_one_per_shard"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.step_key} of {self.version_id}: {self.entered}"

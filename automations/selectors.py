@@ -3,8 +3,9 @@ invisible, and so are their versions and runs."""
 
 import datetime as dt
 import uuid
+from typing import Any
 
-from django.db.models import Count, Prefetch, Q, QuerySet, prefetch_related_objects
+from django.db.models import Count, Prefetch, Q, QuerySet, Sum, prefetch_related_objects
 
 from automations.models import (
     Automation,
@@ -15,6 +16,7 @@ from automations.models import (
     RunStatus,
     RunStep,
     RunWait,
+    StepEntryCount,
 )
 from tenancy.models import Project
 
@@ -133,3 +135,17 @@ def automation_run_get(*, automation: Automation, run_id: uuid.UUID | str) -> Au
         Prefetch("waits", queryset=RunWait.objects.order_by("created_at", "id")),
     )
     return run
+
+
+def version_step_entries(*, version: AutomationVersion) -> list[tuple[dict[str, Any], int]]:
+    """Each step of the version's definition, in its order, with how many live runs
+    entered it: one query summing the version's `StepEntryCount` shards (a range of
+    `step_entry_one_per_shard`), never a count of the runs' timelines."""
+    entered = dict(
+        StepEntryCount.objects.filter(version=version)
+        .values("step_key")
+        .annotate(total=Sum("entered"))
+        .values_list("step_key", "total")
+        .order_by()
+    )
+    return [(step, int(entered.get(step["key"]) or 0)) for step in version.definition["steps"]]

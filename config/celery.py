@@ -172,9 +172,18 @@ app.conf.beat_schedule = {
         "schedule": 60.0,
         "options": {"expires": 50},
     },
+    # The dashboard's queue depths over time: a sample of each queue every minute.
+    "console.sample_queues": {
+        "task": "console.sample_queues",
+        "schedule": 60.0,
+        "options": {"expires": 50},
+    },
 }
 
 app.autodiscover_tasks()
+# The console's own task: config.console is not an installed app (the admin's config in
+# it carries django.contrib.admin's name), so its tasks module is named here.
+app.autodiscover_tasks(["config.console"])
 
 
 @app.task(name="partitions.maintain", ignore_result=True)

@@ -17,7 +17,7 @@ tracking.connect(
 )
 
 # A contact's emails on its timeline in the staff console, and the campaigns waiting for
-# review on its dashboard.
+# review and the last 30 days of email figures on its dashboard.
 register_timeline_source("messaging.timeline.email_timeline")
 register_dashboard_section("messaging.console.campaigns_awaiting_review")
 
@@ -71,6 +71,8 @@ register_system_event_types(
         example={**_EMAIL, "topic_id": None, "source": "link"},
     ),
 )
+
+register_dashboard_section("messaging.console.email_deliverability")
 # CONTRACT section 2's scope for sends, spelled out because tenancy.models (where `Scope`
 # lives) cannot be imported before the app registry is ready; a test checks it is
 # `Scope.MESSAGES_SEND`.

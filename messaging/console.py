@@ -1,15 +1,22 @@
-"""Campaigns awaiting review on the staff console's dashboard (config.registries.console)."""
+"""The messaging family's sections of the staff console's dashboard
+(config.registries.console): campaigns awaiting review, and the last 30 days of email
+sending and deliverability."""
 
+import datetime as dt
 from typing import Any
 
 from django.urls import reverse
 from django.utils.timesince import timesince
 
+from config.console.charts import Series, line_chart
 from config.registries.console import DashboardRow, DashboardSection
 from config.runtime import clock
+from messaging.models import DELIVERY_FIGURES, Channel
 from messaging.models.campaigns import CampaignAwaitingReview, CampaignStatus
+from messaging.selectors.delivery_days import delivery_days_totals
 
 SHOWN = 10
+DAYS = 30
 
 
 def campaigns_awaiting_review(request: Any) -> DashboardSection | None:
@@ -36,4 +43,36 @@ def campaigns_awaiting_review(request: Any) -> DashboardSection | None:
     ]
     return DashboardSection(
         title="Campaigns awaiting review", rows=rows, empty="No campaign is waiting for review."
+    )
+
+
+def email_deliverability(request: Any) -> DashboardSection | None:
+    """Emails sent, delivered, bounced, complained about, opened and clicked per day over
+    the last 30 days (UTC), every project together, from the daily figures (one query),
+    for staff who may see emails."""
+    if not request.user.has_perm("messaging.view_email"):
+        return None
+    last = clock.now().astimezone(dt.UTC).date()
+    days = delivery_days_totals(
+        first=last - dt.timedelta(days=DAYS - 1), last=last, channel=Channel.EMAIL
+    )
+    labels = [day.strftime("%m-%d") for day in days]
+    series = [
+        Series(figure.capitalize(), [figures[figure] for figures in days.values()])
+        for figure in DELIVERY_FIGURES
+    ]
+    chart = line_chart(
+        title=f"Emails per day, last {DAYS} days (UTC)", labels=labels, series=series, unit="emails"
+    )
+    sent = sum(figures["sent"] for figures in days.values())
+    rows = [
+        DashboardRow(
+            label=line.name,
+            detail=f"{sum(line.values):,.0f} in {DAYS} days"
+            + (f" ({sum(line.values) / sent:.1%} of sent)" if sent and line.name != "Sent" else ""),
+        )
+        for line in series
+    ]
+    return DashboardSection(
+        title=f"Email sending and deliverability, last {DAYS} days", rows=rows, chart=chart
     )

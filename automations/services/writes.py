@@ -4,10 +4,10 @@ An advance does not write its rows as it goes: its timeline rows, waits, the cha
 rows it already had, the run itself and the emails its send steps make are gathered
 here and written by `flush`, a few statements whatever the number of runs: one insert of
 the emails and one of their deliveries (the suppression list read once, at the first send),
-one insert of the waits and one of the timeline rows, one update each of the waits, the
-timeline rows and the runs changed. A worker flushes once for the batch it advances
-together, and per run when it works the batch run by run (automations/services/
-advance.py); a test run flushes at its end.
+one insert of the waits and one of the timeline rows (with one upsert of the steps' entry
+counts), one update each of the waits, the timeline rows and the runs changed. A worker
+flushes once for the batch it advances together, and per run when it works the batch run
+by run (automations/services/advance.py); a test run flushes at its end.
 
 The guarantees do not move: the rows of one advance still commit in one transaction with
 its emails, and a send step still inserts its `RunStep` (unique on run, step key and
@@ -15,10 +15,12 @@ visit) in that same transaction, so an advance that meets the key of a step anot
 delivery committed rolls back, emails included.
 """
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from automations.models import AutomationRun, RunStep, RunWait
+from automations.models import AutomationRun, ExecutionMode, RunStep, RunWait
+from automations.services.step_entries import step_entries_count
 from config.db.bulk import rows_insert, rows_update
 from messaging.models import Email, EmailStatus
 from messaging.services.email_batch import EmailBatch, Likely
@@ -91,6 +93,14 @@ class Writes:
         rows_insert(RunWait, self.waits)
         rows_update(RunWait, list(self.changed_waits.values()), WAIT_CHANGES)
         rows_insert(RunStep, self.steps)
+        # Live runs entering a step for the first time, for the console's funnel.
+        step_entries_count(
+            Counter(
+                (row.run.version_id, row.step_key)
+                for row in self.steps
+                if row.visit == 1 and row.run.execution_mode == ExecutionMode.LIVE
+            )
+        )
         # By the run's start too: each step is looked for in its run's partition only.
         rows_update(
             RunStep, list(self.changed_steps.values()), STEP_CHANGES, match=["run_created_at"]

@@ -15,6 +15,8 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 
+from config.console.charts import Series, bar_chart, line_chart
+from config.console.samples import bucket_labels, queue_histories
 from config.registries.console import dashboard_sources
 from config.runtime import clock
 from config.workqueue.models import DUE_STATUSES, WorkStatus
@@ -233,9 +235,52 @@ def _has_field(model: type[models.Model], name: str) -> bool:
     return True
 
 
+def queue_charts(queues: list[QueueFigures]) -> dict[str, Any]:
+    """The queues now (waiting and dead letters per queue, from the figures above) and over
+    the last 24 hours (from the minute samples: no count of the tables)."""
+    names = [queue.name.capitalize() for queue in queues]
+    charts: dict[str, Any] = {
+        "waiting_now": bar_chart(
+            title="Waiting now, by queue",
+            labels=names,
+            values=[queue.depth for queue in queues],
+            unit="items",
+        ),
+        "dead_letters_now": bar_chart(
+            title="Dead letters now, by queue",
+            labels=names,
+            values=[queue.dead_letters for queue in queues],
+            unit="items",
+        ),
+    }
+    histories = queue_histories()
+    if histories is None:
+        return {**charts, "history_missing": True}
+    labels = bucket_labels(clock.now())
+    for key, title, values in (
+        ("waiting_history", "Waiting, last 24 hours (UTC, most per 30 minutes)", "waiting"),
+        ("dead_letters_history", "Dead letters, last 24 hours (UTC)", "dead_letters"),
+    ):
+        charts[key] = line_chart(
+            title=title,
+            labels=labels,
+            series=[
+                Series(history.name.capitalize(), getattr(history, values)) for history in histories
+            ],
+            unit="items",
+        )
+    return charts
+
+
 def dashboard(request: HttpRequest) -> dict[str, Any]:
     sections = [section for source in dashboard_sources() if (section := source(request))]
-    return {"queues": queue_figures(), "failures": recent_failures(), "sections": sections}
+    queues = queue_figures()
+    return {
+        "queues": queues,
+        "charts": queue_charts(queues),
+        "failures": recent_failures(),
+        "sections": sections,
+    }
 
 
 def console_page(request: HttpRequest, template: str, context: dict[str, Any]) -> TemplateResponse:

@@ -1,7 +1,7 @@
 """Where families add sections to the staff console's dashboard (campaigns awaiting
-review): `fn(request)` returns a DashboardSection, or None to show nothing (the staff
-member may not see it). Registered by dotted path in the family's apps.py; free of
-models, so apps.py may import it."""
+review, email deliverability): `fn(request)` returns a DashboardSection, or None to show
+nothing (the staff member may not see it). Registered by dotted path in the family's
+apps.py; free of models, so apps.py may import it."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,9 +21,13 @@ class DashboardRow:
 
 @dataclass(frozen=True)
 class DashboardSection:
+    """A titled box of the dashboard: rows, and optionally a chart above them (markup
+    already made safe, as `config.console.charts` draws it)."""
+
     title: str
     rows: list[DashboardRow] = field(default_factory=list)
     empty: str = "Nothing here."
+    chart: str = ""
 
 
 DashboardSource = Callable[[Any], DashboardSection | None]

@@ -13,10 +13,18 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -24,18 +32,26 @@ from config.api.errors import ServiceError
 from config.console.admin import ReadOnlyModelAdmin, pretty_json
 from config.workqueue.admin import WorkQueueAdmin
 from config.workqueue.models import WorkStatus
-from messaging.models import Campaign, CampaignAwaitingReview, CampaignFanout, CampaignStatus
-from messaging.selectors.campaigns import (
-    campaign_audience_counts,
-    campaign_candidates,
-    campaign_stats,
+from messaging.admin.campaign_review import (
+    APPROVE_PERMISSION,
+    approve_one,
+    audience_counts,
+    funnel_html,
+    reject_one,
+    review_context,
+    user_id_of,
 )
+from messaging.models import (
+    Campaign,
+    CampaignAwaitingReview,
+    CampaignFanout,
+    CampaignStatus,
+    Channel,
+)
+from messaging.selectors.campaigns import campaign_candidates
 from messaging.selectors.templates import template_version_current, template_version_published
 from messaging.services.campaign_fanout import campaign_fanouts_requeue
-from messaging.services.campaigns import campaign_approve, campaign_reject
 from messaging.services.rendering import RenderedEmail, render_version, template_context
-
-APPROVE_PERMISSION = "messaging.approve_campaign"
 
 _FIELDS = (
     "id",
@@ -68,15 +84,8 @@ _FIELDS = (
 )
 
 
-def _user_id(request: HttpRequest) -> int:
-    # Actions run for a logged-in staff user only.
-    # pk is None only for AnonymousUser, which the admin never lets through.
-    return int(request.user.pk)  # type: ignore[arg-type]
-
-
-def _error_text(error: ServiceError) -> str:
-    issues = "; ".join(issue.message for issue in error.issues)
-    return f"{error.message} {issues}".strip()
+# Fields of one channel only: an email campaign has no push app, a push campaign no sender.
+_NOT_FOR = {Channel.EMAIL: {"app_id"}, Channel.PUSH: {"from_email", "sender"}}
 
 
 class CampaignAdmin(ReadOnlyModelAdmin):
@@ -100,6 +109,7 @@ class CampaignAdmin(ReadOnlyModelAdmin):
     readonly_fields = _FIELDS
     fields = _FIELDS
     actions = ["approve", "reject"]
+    change_form_template = "admin/messaging/campaign/change_form.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).select_related("project", "template")
@@ -111,7 +121,7 @@ class CampaignAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="recipients")
     def recipients(self, obj: Campaign) -> str:
-        counts = campaign_audience_counts(obj)
+        counts = audience_counts(obj)
         now = f"{counts.recipients} now ({counts.suppressed} suppressed or unsubscribed)"
         if obj.recipient_count is None:
             return now
@@ -177,9 +187,9 @@ class CampaignAdmin(ReadOnlyModelAdmin):
             "{}<p><strong>Subject:</strong> {}</p>{}{}", about, rendered.subject, frame, text
         )
 
-    @admin.display(description="stats")
-    def stats(self, obj: Campaign) -> SafeString:
-        return pretty_json(campaign_stats(campaigns=[obj])[obj.pk])
+    @admin.display(description="funnel")
+    def stats(self, obj: Campaign) -> SafeString | str:
+        return funnel_html(obj)
 
     @admin.display(description="fan-out batches")
     def fanout(self, obj: Campaign) -> SafeString | str:
@@ -199,23 +209,12 @@ class CampaignAdmin(ReadOnlyModelAdmin):
             format_html_join("", "<p>{}</p>", errors[:5]),
         )
 
-    # --- review actions ---
+    # --- review: the changelist's actions and the page's buttons, one path each ---
 
     @admin.action(description="Approve selected campaigns", permissions=["approve_campaign"])
     def approve(self, request: HttpRequest, queryset: QuerySet[Campaign]) -> None:
         for campaign in queryset.order_by("submitted_at"):
-            try:
-                approved = campaign_approve(campaign_id=campaign.pk, user_id=_user_id(request))
-            except ServiceError as error:
-                self.message_user(
-                    request, f"“{campaign}” was not approved: {_error_text(error)}", messages.ERROR
-                )
-                continue
-            self.message_user(
-                request,
-                f"Approved “{approved}” for {approved.recipient_count} recipient(s).",
-                messages.SUCCESS,
-            )
+            approve_one(self, request, campaign)
 
     @admin.action(
         description="Reject selected campaigns (back to draft, with a reason)",
@@ -237,15 +236,100 @@ class CampaignAdmin(ReadOnlyModelAdmin):
             }
             return TemplateResponse(request, "admin/messaging/campaign/reject.html", context)
         for campaign in queryset:
-            try:
-                campaign_reject(campaign_id=campaign.pk, user_id=_user_id(request), reason=reason)
-            except ServiceError as error:
-                self.message_user(
-                    request, f"“{campaign}” was not rejected: {_error_text(error)}", messages.ERROR
-                )
-                continue
-            self.message_user(request, f"Rejected “{campaign}” back to draft.", messages.SUCCESS)
+            reject_one(self, request, campaign, reason=reason)
         return None
+
+    def get_urls(self) -> list[URLPattern]:
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/approve/", view(self.approve_view), name=f"{name}_approve"),
+            path("<path:object_id>/reject/", view(self.reject_view), name=f"{name}_reject"),
+            *super().get_urls(),
+        ]
+
+    def _decided(self, request: HttpRequest, object_id: str) -> Campaign:
+        """The campaign a review button names, for staff who may decide (403 otherwise);
+        any status, so that a second click is answered, not a 404."""
+        if not self.has_approve_campaign_permission(request):
+            raise PermissionDenied
+        try:
+            campaign = (
+                Campaign.objects.select_related("project", "template")
+                .filter(pk=unquote(object_id), deleted_at__isnull=True)
+                .first()
+            )
+        except (ValidationError, ValueError):
+            campaign = None
+        if campaign is None:
+            raise Http404("No such campaign.")
+        return campaign
+
+    def _campaign_page(self, campaign: Campaign) -> HttpResponseRedirect:
+        # The campaign's own page: it stays there whatever its status (the review queue's
+        # page of it is gone once it leaves review).
+        return HttpResponseRedirect(reverse("admin:messaging_campaign_change", args=[campaign.pk]))
+
+    def approve_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The page's Approve button: as the approve action, for this campaign."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        campaign = self._decided(request, object_id)
+        try:
+            shown: int | None = int(str(request.POST.get("expected_recipients", "")))
+        except ValueError:
+            shown = None
+        approve_one(self, request, campaign, shown=shown)
+        return self._campaign_page(campaign)
+
+    def reject_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The page's Reject button: back to draft with the note, as the reject action."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        campaign = self._decided(request, object_id)
+        note = str(request.POST.get("note", "")).strip()
+        if not note:
+            self.message_user(
+                request, "Say why the campaign is rejected: nothing changed.", messages.ERROR
+            )
+            return HttpResponseRedirect(
+                reverse(
+                    f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[campaign.pk]
+                )
+            )
+        reject_one(self, request, campaign, reason=note)
+        return self._campaign_page(campaign)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_fields(request, obj)
+        if obj is None:
+            return fields
+        hidden = _NOT_FOR.get(obj.channel, set())
+        return [name for name in fields if name not in hidden]
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        # `obj` is the instance the page's fields show: the review box's counts, cached on
+        # it, serve the recipients field too (one count of the audience per page).
+        if obj is not None:
+            name = f"admin:{self.opts.app_label}_{self.opts.model_name}"
+            context["review"] = review_context(
+                self,
+                request,
+                obj,
+                urls={
+                    "approve_url": reverse(f"{name}_approve", args=[obj.pk]),
+                    "reject_url": reverse(f"{name}_reject", args=[obj.pk]),
+                },
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 admin.site.register(Campaign, CampaignAdmin)
@@ -308,4 +392,4 @@ class CampaignFanoutAdmin(WorkQueueAdmin):
     left_alone = "not dead-lettered, or their campaign is not sending"
 
     def requeue_rows(self, request: HttpRequest, ids: list[Any]) -> int:
-        return campaign_fanouts_requeue(ids=ids, user_id=_user_id(request))
+        return campaign_fanouts_requeue(ids=ids, user_id=user_id_of(request))

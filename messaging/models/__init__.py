@@ -19,11 +19,13 @@ from messaging.models.emails import (
     EmailStatus,
     EspEventReceipt,
 )
+from messaging.models.stats import DELIVERY_FIGURES, DeliveryDay
 from messaging.models.suppressions import Suppression, SuppressionReason
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion, VersionState
 
 __all__ = [
     "CANCELABLE_STATUSES",
+    "DELIVERY_FIGURES",
     "Campaign",
     "CampaignAwaitingReview",
     "CampaignFanout",
@@ -32,6 +34,7 @@ __all__ = [
     "CapturedMessage",
     "Channel",
     "DeadLetteredEmailDelivery",
+    "DeliveryDay",
     "Domain",
     "DomainRecord",
     "DomainStatus",

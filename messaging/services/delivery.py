@@ -31,6 +31,7 @@ from messaging.queue import EMAIL_QUEUE
 from messaging.selectors.campaigns import campaigns_canceled_among
 from messaging.services.assembly import build_message, message_bytes
 from messaging.services.campaign_progress import campaigns_finish
+from messaging.services.delivery_days import email_figures_count
 from messaging.services.domains import DkimKey, domain_dkim_key_for
 from messaging.services.mime import address
 from tenancy.models import Meter
@@ -209,6 +210,11 @@ class _Accepted(BatchWork[EmailDelivery]):
         by_project: dict[Any, list[Email]] = {}
         for item in items:
             by_project.setdefault(item.email.project_id, []).append(item.email)
+        # Counted here, with the announcements, for the same reason: once per email.
+        now = clock.now()
+        email_figures_count(
+            (item.email.project_id, item.email.sent_at or now, "sent") for item in items
+        )
         for emails in by_project.values():
             system_events_emit(
                 project=emails[0].project,

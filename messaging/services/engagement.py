@@ -23,6 +23,7 @@ from contacts.topics.selectors import topic_statuses, topics_with_subscription_o
 from contacts.topics.services import subscriptions_set
 from messaging.models import Email, SuppressionReason
 from messaging.selectors.emails import email_get_for_link
+from messaging.services.delivery_days import email_figures_count
 from messaging.services.suppressions import suppression_add
 
 
@@ -60,6 +61,8 @@ def email_open_record(
         if email is None:
             return None
         first = _first(email, "opened_at", at)
+        if first:
+            email_figures_count([(email.project_id, at, "opened")])
         _emit(email, "mail.open", _payload(email, source=source, first=first))
     return email
 
@@ -80,9 +83,14 @@ def email_click_record(
         email = email_get_for_link(email_id=email_id)
         if email is None:
             return None
+        figures = []
         if _first(email, "opened_at", at):
+            figures.append((email.project_id, at, "opened"))
             _emit(email, "mail.open", _payload(email, source="click", first=True))
         first = _first(email, "clicked_at", at)
+        if first:
+            figures.append((email.project_id, at, "clicked"))
+        email_figures_count(figures)
         _emit(email, "mail.click", _payload(email, url=url, source=source, first=first))
     return email
 

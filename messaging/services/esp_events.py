@@ -22,6 +22,7 @@ from config.api.errors import ValidationFailed
 from config.registries.outbox import system_event_emit
 from config.runtime import clock
 from messaging.models import Email, EmailStatus, EspEventReceipt, SuppressionReason
+from messaging.services.delivery_days import email_figures_count
 from messaging.services.engagement import (
     email_click_record,
     email_open_record,
@@ -65,6 +66,8 @@ class _Change:
         suppression: str | None,
     ) -> None:
         self.stamp = stamp
+        # The daily figure it counts into: `delivered_at` counts `delivered`.
+        self.figure = stamp.removesuffix("_at")
         self.status = status
         self.moves_from = moves_from
         self.event = event
@@ -218,6 +221,7 @@ def _email_change(*, email: Email, change: _Change, at: dt.datetime) -> bool:
     )
     if not updated:
         return False
+    email_figures_count([(email.project_id, at, change.figure)])
     system_event_emit(
         project=email.project,
         name=change.event,

@@ -29,6 +29,7 @@ EMITTED = [
 NOT_EVENTS = {
     "automations",
     "campaigns",
+    "console",
     "events",
     "imports",
     "messaging",
