@@ -172,9 +172,12 @@ def _record(sent: _Sent) -> None:
 
 
 def _record_unrecorded(sender: _Sender) -> None:
-    sent, sender.unrecorded = sender.unrecorded, None
-    if sent is not None:
-        _record(sent)
+    """Records the batch sent last, if not yet; kept until that succeeds, so the end of the
+    drain tries again after a time limit that interrupted it (the kit's updates match the
+    claim's token and status: recording twice changes nothing)."""
+    if sender.unrecorded is not None:
+        _record(sender.unrecorded)
+        sender.unrecorded = None
 
 
 def _send_all(sender: _Sender, items: list[WebhookDelivery]) -> dict[Any, Attempt]:
