@@ -76,13 +76,22 @@ def webpush() -> Iterator[WebPushStandin]:
 
 
 def outside_urls(smtp: SmtpServer, fcm: FcmStandin, apns: ApnsStandin) -> dict[str, str]:
-    """What the product reaches outside itself: the SMTP server and the push stand-ins
-    (Web Push endpoints are the subscriptions' own URLs)."""
+    """What the product reaches outside itself: the SMTP server, the push stand-ins (Web
+    Push endpoints are the subscriptions' own URLs) and loopback webhook receivers."""
     return {
         "EMAIL_URL": smtp.url,
         "PUSH_ALLOW_HTTP": "true",
         "PUSH_FCM_BASE_URL": fcm.url,
         "PUSH_APNS_BASE_URL": apns.url,
+        # Webhook receivers are the tests' loopback servers (tests/e2e/test_webhooks.py),
+        # which only WEBHOOKS_ALLOW_HTTP lets a delivery reach; a retry comes within a
+        # second or two, and a killed worker's deliveries are taken over within seconds
+        # (the lease outlasts a batch of the shortened timeouts).
+        "WEBHOOKS_ALLOW_HTTP": "true",
+        "WEBHOOK_RETRY_BASE_SECONDS": "1",
+        "WEBHOOK_RETRY_CAP_SECONDS": "2",
+        "WEBHOOK_TIMEOUT_SECONDS": "5",
+        "WEBHOOK_LEASE_SECONDS": "12",
     }
 
 

@@ -37,6 +37,8 @@ BIN = Path(PYTHON).parent
 # How long a topology may take to answer /health (migrations included).
 START_SECONDS = 240
 STOP_GRACE_SECONDS = 20
+# What a Celery worker logs once it consumes.
+WORKER_READY = " ready."
 # The variables of the test run that would steer the product's processes away from the
 # topology under test (its services, the test settings and their cache prefix).
 TEST_ONLY = (
@@ -420,6 +422,24 @@ class ProductionStack(Stack):
         self.set_up_accounts()
         self.wait_healthy()
 
+    def kill_and_restart_workers(self) -> list[str]:
+        """SIGKILL to every Celery worker (each consumes every queue, so whichever holds a
+        task is among them), then each started again with the same command and waited for
+        until it serves; their names."""
+        workers = [process for process in self.processes if process.name.startswith("worker")]
+        for process in workers:
+            process.kill()
+        for process in workers:
+            since = process.log.stat().st_size
+            again = process.respawned()
+            self.processes[self.processes.index(process)] = again
+            deadline = time.monotonic() + START_SECONDS
+            while WORKER_READY not in _log_after(again.log, since):
+                if not again.running() or time.monotonic() > deadline:
+                    raise AssertionError(f"{again.name} did not start again (log: {again.log})")
+                time.sleep(0.1)
+        return [process.name for process in workers]
+
     def stop_services(self) -> None:
         """Stops the Redis server of its own and drops its database."""
         if self.redis is not None:
@@ -431,6 +451,12 @@ class ProductionStack(Stack):
     def stop(self) -> None:
         super().stop()
         self.stop_services()
+
+
+def _log_after(log: Path, offset: int) -> str:
+    with log.open("rb") as text:
+        text.seek(offset)
+        return text.read().decode(errors="replace")
 
 
 class PgBouncerStack(ProductionStack):

@@ -13,12 +13,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from bench.webhook_receiver import WebhookReceiver
+from config.workqueue.models import WorkStatus
 from events.models import Event
 from events.services.processing import events_process_batch
 from tests.webhooks.conftest import Reply, drain, verified
 from webhooks.models import DeliveryState, WebhookDelivery, WebhookEndpoint
 from webhooks.queue import WEBHOOK_QUEUE
-from webhooks.services.delivery import _Sender, webhook_deliver_batch
+from webhooks.services.delivery import _Sender, webhook_deliver_batch, webhook_deliver_due
 
 pytestmark = pytest.mark.django_db
 
@@ -341,3 +343,32 @@ def test_an_unreadable_secret_fails_the_delivery_without_a_request(
     assert logged["status"] == "failed"
     assert logged["attempts"] == 0
     assert logged["last_error"] == "The endpoint's secret cannot be read."
+
+
+def test_a_drain_records_every_batch_and_keeps_its_connections_alive(
+    api, world, wall_clock, settings
+):
+    """Each batch's outcomes are recorded while the next one's requests are under way; the
+    last one before the drain returns. One client serves every batch: its keep-alive
+    connections are reused rather than opened again per batch."""
+    settings.WEBHOOK_CLAIM_BATCH_SIZE = 2
+    with WebhookReceiver() as keeps_alive:
+        ok = endpoint(api, world, keeps_alive.url("/ok"))
+        failing = endpoint(api, world, keeps_alive.url("/failing"))
+        keeps_alive.answer("/failing", *[500] * 5)
+        for n in range(5):
+            send(api, world, idempotency_key=f"drain-{n}")
+        while events_process_batch().claimed:
+            pass
+
+        claimed, more = webhook_deliver_due(budget_seconds=30)
+
+        assert (claimed, more) == (10, False)
+        assert len(keeps_alive.received) == 10
+        assert keeps_alive.connections <= 2
+    assert [d["status"] for d in deliveries(api, world, ok["id"])] == ["delivered"] * 5
+    failed = deliveries(api, world, failing["id"])
+    assert [(d["status"], d["attempts"], d["last_status_code"]) for d in failed] == [
+        ("pending", 1, 500)
+    ] * 5
+    assert not WebhookDelivery.objects.filter(status=WorkStatus.PROCESSING).exists()
