@@ -80,7 +80,9 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
-def _timestamp(value: Any, path: str, issues: list[Issue]) -> dt.datetime | None:
+def timestamp_parsed(value: Any, path: str, issues: list[Issue]) -> dt.datetime | None:
+    """An ISO 8601 timestamp with its offset, in UTC; None (with an issue at `path` unless
+    the value was null) otherwise."""
     if value is None:
         return None
     if not isinstance(value, str):
@@ -187,7 +189,7 @@ def event_input_parse(
         issues,
         max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
     )
-    occurred_at = _timestamp(raw.get("occurred_at"), f"{prefix}occurred_at", issues)
+    occurred_at = timestamp_parsed(raw.get("occurred_at"), f"{prefix}occurred_at", issues)
 
     payload = raw.get("payload")
     payload_json = "{}"

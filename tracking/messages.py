@@ -16,7 +16,7 @@ from config.api.errors import Issue, ServiceError, ValidationFailed
 from config.api.jsonvalues import stored_json_issues
 from events.conf import MAX_EXTERNAL_ID_LENGTH, MAX_IDEMPOTENCY_KEY_LENGTH
 from events.models import SYSTEM_PREFIX
-from events.validation import EventInput, event_input_parse
+from events.validation import EventInput, event_input_parse, timestamp_parsed
 from tenancy.models import Project
 from tracking.errors import MessageTooLarge
 
@@ -86,23 +86,6 @@ def _object(value: Any, path: str, issues: list[Issue]) -> dict[str, Any]:
         issues.append(Issue("invalid_type", path, "Must be a JSON object."))
         return {}
     return value
-
-
-def _moment(value: Any, path: str, issues: list[Issue]) -> dt.datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        issues.append(Issue("invalid_type", path, "Must be an ISO 8601 timestamp string."))
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(value)
-    except ValueError:
-        issues.append(Issue("invalid_timestamp", path, "Must be an ISO 8601 timestamp."))
-        return None
-    if moment.utcoffset() is None:
-        issues.append(Issue("invalid_timestamp", path, "Must include a time zone offset."))
-        return None
-    return moment
 
 
 def _occurred_at(
@@ -215,8 +198,8 @@ def message_parse(
     message_id = _identifier(
         raw.get("messageId"), f"{prefix}messageId", issues, max_length=MAX_IDEMPOTENCY_KEY_LENGTH
     )
-    sent_at = _moment(raw.get("sentAt"), f"{prefix}sentAt", issues) or batch_sent_at
-    timestamp = _moment(raw.get("timestamp"), f"{prefix}timestamp", issues)
+    sent_at = timestamp_parsed(raw.get("sentAt"), f"{prefix}sentAt", issues) or batch_sent_at
+    timestamp = timestamp_parsed(raw.get("timestamp"), f"{prefix}timestamp", issues)
     occurred_at = _occurred_at(timestamp, sent_at, received_at, f"{prefix}timestamp", issues)
 
     email: Any = context_traits.get("email")
@@ -336,7 +319,7 @@ def batch_parse(raw: Any) -> tuple[list[Any], dict[str, Any], Any]:
 def batch_sent_at(value: Any) -> dt.datetime | None:
     """A batch's `sentAt`, checked."""
     issues: list[Issue] = []
-    moment = _moment(value, "sentAt", issues)
+    moment = timestamp_parsed(value, "sentAt", issues)
     if issues:
         raise ValidationFailed(issues=issues)
     return moment
