@@ -240,20 +240,4 @@ def push_provider_secrets_reencrypt(*, batch_size: int = 500) -> tuple[int, int]
     """Every stored provider secret encrypted again with the first SECRETS_ENCRYPTION_KEY
     (key rotation); returns (providers rewritten, secrets no configured key opens). An
     unreadable secret is left as it is: readiness reports it missing."""
-    rewritten = unreadable = 0
-    rows = PushProvider.objects.only("pk", *SECRET_FIELDS).order_by("pk")
-    for provider in rows.iterator(chunk_size=batch_size):
-        fields = {}
-        for name in SECRET_FIELDS:
-            token = getattr(provider, name)
-            if not token:
-                continue
-            try:
-                fields[name] = secrets.reencrypt(token)
-            except secrets.SecretUnreadable:
-                unreadable += 1
-        if fields:
-            # Only when the secret is still the one read: a concurrent PATCH wins.
-            unchanged = {name: getattr(provider, name) for name in fields}
-            rewritten += PushProvider.objects.filter(pk=provider.pk, **unchanged).update(**fields)
-    return rewritten, unreadable
+    return secrets.rows_reencrypt(PushProvider, SECRET_FIELDS, batch_size=batch_size)

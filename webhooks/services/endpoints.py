@@ -164,23 +164,6 @@ def webhook_secrets_reencrypt(*, batch_size: int = 500) -> tuple[int, int]:
     """Every stored endpoint secret (and previous secret) encrypted again with the first
     SECRETS_ENCRYPTION_KEY (key rotation); returns (endpoints rewritten, secrets no
     configured key opens). An unreadable secret is left as it is: its deliveries fail."""
-    rewritten = unreadable = 0
-    names = ("secret", "previous_secret")
-    rows = WebhookEndpoint.objects.only("pk", *names).order_by("pk")
-    for endpoint in rows.iterator(chunk_size=batch_size):
-        fields = {}
-        for name in names:
-            token = getattr(endpoint, name)
-            if not token:
-                continue
-            try:
-                fields[name] = secrets.reencrypt(token)
-            except secrets.SecretUnreadable:
-                unreadable += 1
-        if fields:
-            # Only when the secrets are still the ones read: a concurrent rotation wins.
-            unchanged = {name: getattr(endpoint, name) for name in fields}
-            rewritten += WebhookEndpoint.objects.filter(pk=endpoint.pk, **unchanged).update(
-                **fields
-            )
-    return rewritten, unreadable
+    return secrets.rows_reencrypt(
+        WebhookEndpoint, ("secret", "previous_secret"), batch_size=batch_size
+    )
