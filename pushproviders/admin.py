@@ -3,7 +3,6 @@ deliveries. Secrets are never shown: providers show readiness (with why a stored
 does not count), installations only the end of their token, deliveries no token at all.
 Dead-lettered deliveries can be requeued by staff who may change deliveries."""
 
-import uuid
 from typing import Any
 
 from django.contrib import admin
@@ -12,7 +11,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 
-from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
+from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json, rows_by_id
 from config.workqueue.admin import WorkQueueAdmin
 from config.workqueue.models import WorkStatus
 from pushproviders.models import (
@@ -225,15 +224,7 @@ class PushDeliveryAdmin(WorkQueueAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
-        try:
-            value = uuid.UUID(term)
-        except ValueError:
-            return queryset.none(), False
-        return (
-            queryset.filter(id=value)
-            | queryset.filter(message_id=value)
-            | queryset.filter(installation_id=value)
-        ), False
+        return rows_by_id(queryset, term, ["id", "message_id", "installation_id"]), False
 
     raw_id_fields = ["message", "contact"]
     readonly_fields = (

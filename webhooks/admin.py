@@ -2,7 +2,6 @@
 delivery log, whose dead-lettered (failed) rows staff may send again."""
 
 import json
-import uuid
 from typing import Any
 
 from django.contrib import admin
@@ -10,7 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from config.console.admin import ReadOnlyModelAdmin, pretty_json
+from config.console.admin import ReadOnlyModelAdmin, pretty_json, rows_by_id
 from config.workqueue.admin import WorkQueueAdmin
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 from webhooks.services.replay import webhook_deliveries_requeue
@@ -97,15 +96,7 @@ class WebhookDeliveryAdmin(WorkQueueAdmin):
             return queryset, False
         if term.startswith("msg_"):
             return queryset.filter(webhook_id=term), False
-        try:
-            value = uuid.UUID(term)
-        except ValueError:
-            return queryset.none(), False
-        return (
-            queryset.filter(id=value)
-            | queryset.filter(endpoint_id=value)
-            | queryset.filter(event_id=value)
-        ), False
+        return rows_by_id(queryset, term, ["id", "endpoint_id", "event_id"]), False
 
     @admin.display(description="body")
     def body_pretty(self, delivery: WebhookDelivery) -> SafeString:
