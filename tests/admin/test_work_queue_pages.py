@@ -11,6 +11,7 @@ from django.urls import resolve, reverse
 from config.workqueue.admin import WorkQueueAdmin
 from config.workqueue.models import WorkStatus
 from messaging.models import CampaignFanout, CampaignStatus
+from tests.admin.test_action_permissions import console_rows  # noqa: F401 (a fixture)
 from tests.factories import UserFactory
 from tests.imports.factories import ImportChunkFactory
 from tests.messaging.factories_campaigns import CampaignFactory
@@ -89,3 +90,18 @@ def test_a_requeue_address_whose_key_is_not_of_the_tables_kind_is_sent_to_the_in
         # As the admin's own pages answer an unknown object: back to the index, with a note.
         assert response.redirect_chain[-1][0] == reverse("admin:index")
         assert "does not exist" in response.content.decode()
+
+
+@pytest.mark.usefixtures("console_rows")
+def test_the_page_of_a_dead_lettered_row_of_every_queue_opens(staff):
+    opened = []
+    for model_admin in work_queue_admins():
+        model = model_admin.model
+        row = model_admin.get_queryset(None).filter(status=WorkStatus.DEAD_LETTERED).first()
+        assert row is not None, f"no dead-lettered {model._meta.label} to open"
+        meta = model._meta
+        page = staff.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[row.pk]))
+        assert page.status_code == 200, meta.label
+        assert 'name="_requeue"' in page.content.decode(), meta.label
+        opened.append(meta.label)
+    assert len(opened) == len(work_queue_admins())
