@@ -19,6 +19,7 @@ from messaging.models.emails import (
     EmailStatus,
     EspEventReceipt,
 )
+from messaging.models.policy import CappedSend
 from messaging.models.suppressions import Suppression, SuppressionReason
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion, VersionState
 
@@ -29,6 +30,7 @@ __all__ = [
     "CampaignFanout",
     "CampaignRecipient",
     "CampaignStatus",
+    "CappedSend",
     "CapturedMessage",
     "Channel",
     "DeadLetteredEmailDelivery",

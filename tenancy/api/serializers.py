@@ -137,7 +137,7 @@ class PoliciesSerializer(serializers.Serializer[Any]):
     event_retry_factor = serializers.FloatField(allow_null=True, min_value=1, max_value=10)
     event_retry_cap_seconds = serializers.FloatField(allow_null=True, min_value=1, max_value=86400)
     event_retry_max_attempts = serializers.IntegerField(allow_null=True, min_value=1, max_value=50)
-    frequency_caps = FrequencyCapSerializer(many=True, max_length=MAX_CAPS)
+    frequency_caps = serializers.ListField(child=FrequencyCapSerializer(), max_length=MAX_CAPS)
     quiet_hours = QuietHoursSerializer(allow_null=True)
     default_timezone = StrictCharField(
         max_length=64, help_text="An IANA time zone name (`Europe/Berlin`); `UTC` by default."
