@@ -65,6 +65,7 @@ OUTCOME_SENT = "sent"
 SEND_CHANNELS = {StepType.SEND_EMAIL: Channel.EMAIL, StepType.SEND_PUSH: Channel.PUSH}
 # Steps a run is parked in: a wait, or a send deferred by quiet hours.
 PARKED_STEP_STATUSES = (StepStatus.WAITING, StepStatus.DEFERRED)
+NO_CONTACT = uuid.UUID(int=0)
 
 # Enough for any path through a definition (at most 200 steps, and every loop passes a
 # wait, where an advance stops): more means something is wrong, and the run fails.
@@ -355,12 +356,13 @@ class Engine:
     # --- sends and the delivery policy --------------------------------------------------
 
     def _policy_applies(self, step: Mapping[str, Any]) -> bool:
-        # Transactional steps bypass caps and quiet hours (never suppression); a run
-        # without a stored contact has no one to count against.
+        # Transactional steps bypass caps and quiet hours (never suppression). A live run
+        # without a stored contact has no one to count against; a test run by email
+        # alone counts its own sends.
         return (
             not step.get("transactional")
             and self.contact is not None
-            and self.contact.pk is not None
+            and (self.contact.pk is not None or self.test)
         )
 
     def _send(self, step: Mapping[str, Any], row: RunStep) -> Verdict | None:
@@ -379,7 +381,9 @@ class Engine:
         (then the step's outcome is `capped`); a message that went counts against it."""
         channel = SEND_CHANNELS[step["type"]]
         counted = self._policy_applies(step) and bool(self.policy.caps_of(channel))
-        contact_id: uuid.UUID = self.contact.pk if self.contact is not None else uuid.UUID(int=0)
+        # A test run's contact that is not stored counts under an id no contact has.
+        contact = self.contact
+        contact_id: uuid.UUID = contact.pk if contact is not None and contact.pk else NO_CONTACT
         now = self.now()
         if counted and not self.ledger.room(
             policy=self.policy, contact_id=contact_id, channel=channel, at=now

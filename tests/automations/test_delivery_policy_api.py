@@ -288,3 +288,49 @@ def test_post_emails_bypasses_caps_and_quiet_hours(api, key, smtp, clock):
     drain()
     assert len(smtp.received) == 2
     assert CappedSend.objects.count() == 0
+
+
+def test_a_test_run_honours_quiet_hours_and_caps_on_its_virtual_clock(api, key, world):
+    policies(
+        api,
+        key,
+        quiet_hours={"start": "22:00", "end": "07:30"},
+        default_timezone="America/New_York",
+        frequency_caps=[{"channel": "email", "max": 1, "per": "PT12H"}],
+    )
+    template_id = email_template(api, key)
+    definition = send_then_branch(template_id)
+    definition["steps"][1]["else"] = "later"
+    definition["steps"] += [
+        {"key": "later", "type": "wait", "duration": "PT6H", "next": "again"},
+        {"key": "again", "type": "send_email", "template_id": template_id, "next": None},
+    ]
+    automation_id = automation(api, key, definition)
+
+    response = api.post(
+        f"/automations/{automation_id}/test-runs",
+        # 03:00 UTC: 22:00 in New York (EST), the start of the quiet hours.
+        {"email": "ada@example.net", "payload": {}, "start_at": "2026-01-10T03:00:00Z"},
+        key=key,
+    )
+    assert response.status_code == 201, response.json()
+    run = response.json()["data"]
+
+    assert steps_of(run) == [
+        ("welcome", "completed", None),
+        ("check", "completed", "else"),
+        ("later", "completed", None),
+        ("again", "completed", "capped"),
+    ]
+    welcome = run["steps"][0]
+    assert welcome["started_at"] == "2026-01-10T03:00:00Z"
+    assert welcome["resume_at"] == "2026-01-10T12:30:00Z"  # 07:30 EST
+    assert welcome["completed_at"] == "2026-01-10T12:30:00Z"
+    assert welcome["rendered"]["to"] == ["ada@example.net"]
+    # Six hours after the first send: within its 12-hour cap.
+    assert run["steps"][3]["started_at"] == "2026-01-10T18:30:00Z"
+    assert run["steps"][3]["resume_at"] is None
+    assert run["steps"][3]["rendered"] is None
+    assert run["virtual_now"] == "2026-01-10T18:30:00Z"
+    assert Email.objects.count() == 0
+    assert CappedSend.objects.count() == 0

@@ -80,6 +80,8 @@ def test_two_caps_of_a_channel_with_the_same_window_are_refused(api, world):
         {"channel": "email", "max": 1, "per": "P1D"},
         {"channel": "email", "max": 3, "per": "PT24H"},
     ]
-    response = api.patch("/project", {"policies": {"frequency_caps": caps}}, key=world.keys["project"])
+    response = api.patch(
+        "/project", {"policies": {"frequency_caps": caps}}, key=world.keys["project"]
+    )
     assert response.status_code == 400
     assert response.json()["error"]["issues"][0]["path"] == "policies.frequency_caps"
