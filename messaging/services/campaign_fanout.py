@@ -29,10 +29,11 @@ the audience (or topic) before their range's batch runs are included. A batch wh
 retries ran out keeps its campaign `sending` until staff requeue it.
 """
 
+import datetime as dt
 import json
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 from django.db import connection, transaction
@@ -64,6 +65,7 @@ from messaging.services.campaign_progress import campaigns_finish
 from messaging.services.campaigns import Actor, campaign_history_record
 from messaging.services.email_store import emails_insert
 from messaging.services.emails import bare_address
+from messaging.services.policy import NO_POLICY, CapLedger, policy_hold, policy_of
 from messaging.services.rendering import contact_variables
 from messaging.services.rendering_batch import EmailRenderer
 
@@ -278,12 +280,18 @@ EMAIL_COLUMNS = (
 NO_TAGS, NO_DATA = RawJson("[]"), RawJson("{}")
 
 
-def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) -> int:
+def _emails_create(
+    campaign: Campaign,
+    contacts: Sequence[Candidate | Contact],
+    *,
+    held: Mapping[uuid.UUID, dt.datetime] | None = None,
+) -> list[uuid.UUID]:
     """One email per contact, rendered from the frozen version, stored with its delivery
-    job (`emails_insert`); a contact the template cannot be rendered for gets a `failed`
-    email with the reason (nothing is sent to it). Returns how many were queued."""
+    job (`emails_insert`; due at `held[contact]` for a contact in quiet hours); a contact
+    the template cannot be rendered for gets a `failed` email with the reason (nothing is
+    sent to it). Returns the contacts whose email was queued."""
     if not contacts:
-        return 0
+        return []
     version = campaign.template_version
     assert version is not None
     domain = bare_address(campaign.sender).rpartition("@")[2] or "sendrealm.local"
@@ -293,6 +301,8 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
     # Ids go as text (COPY sends text), each made once: the email's serves its row and
     # its delivery job, the contact's its variables and the row.
     queued: list[str] = []
+    due: dict[str, dt.datetime] = {}
+    reached: list[uuid.UUID] = []
     why: str | None
     for contact in contacts:
         email_id = uuid.uuid4()
@@ -314,6 +324,9 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
         else:
             status, why = queued_status, None
             queued.append(email_key)
+            reached.append(contact.pk)
+            if held and contact.pk in held:
+                due[email_key] = held[contact.pk]
         emails.append(
             (
                 email_key,
@@ -348,12 +361,16 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
         },
         queued=queued,
         now=now,
+        due=due,
     )
-    return len(queued)
+    return reached
 
 
 def _push_messages_create(
-    campaign: Campaign, contacts: Sequence[Candidate | Contact]
+    campaign: Campaign,
+    contacts: Sequence[Candidate | Contact],
+    *,
+    held: Mapping[uuid.UUID, dt.datetime] | None = None,
 ) -> set[uuid.UUID]:
     """Push messages through the push family; returns the contacts without a device."""
     if not contacts:
@@ -370,8 +387,51 @@ def _push_messages_create(
         version=campaign.template_version,
         # Contacts themselves: `_contacts_in` reads them so for push.
         contacts=cast(Sequence[Contact], contacts),
+        not_before=held or {},
     )
     return {contact.pk for contact in contacts} - reached
+
+
+class Held:
+    """The delivery policy applied to a batch's contacts (messaging/services/policy.py):
+    when each message goes and who the caps leave out; a transactional campaign is held
+    by nothing. The messages made are counted against the caps with the batch."""
+
+    def __init__(self, campaign: Campaign, channel: str) -> None:
+        self.policy = NO_POLICY if campaign.transactional else policy_of(campaign.project)
+        self.ledger = CapLedger()
+        self.channel = channel
+        self.project_id = campaign.project_id
+        self.at: dict[uuid.UUID, dt.datetime] = {}
+        self.now = clock.now()
+
+    def apply(self, contacts: Sequence[Candidate | Contact]) -> set[uuid.UUID]:
+        """Reads when each contact's message goes; returns the contacts capped."""
+        if self.policy is NO_POLICY or not contacts:
+            return set()
+        self.at, capped = policy_hold(
+            policy=self.policy,
+            ledger=self.ledger,
+            contacts=[(contact.pk, contact.fields) for contact in contacts],
+            channel=self.channel,
+            now=self.now,
+        )
+        return capped
+
+    def deferred(self) -> dict[uuid.UUID, dt.datetime]:
+        """The contacts whose message waits for the end of their quiet hours."""
+        return {pk: at for pk, at in self.at.items() if at != self.now}
+
+    def count(self, reached: Iterable[uuid.UUID]) -> None:
+        for pk in reached:
+            self.ledger.count(
+                policy=self.policy,
+                project_id=self.project_id,
+                contact_id=pk,
+                channel=self.channel,
+                at=self.at.get(pk, self.now),
+            )
+        self.ledger.flush()
 
 
 def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[int, int]:
@@ -394,9 +454,14 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
         for contact in contacts:
             if contact.pk not in skip and contact.email in listed:
                 skip[contact.pk] = SkipReason.SUPPRESSED
+        held = Held(campaign, Channel.EMAIL)
+        capped = held.apply([contact for contact in contacts if contact.pk not in skip])
+        skip.update(dict.fromkeys(capped, SkipReason.CAPPED))
         _skipped_insert(campaign, skip)
         reach = [contact for contact in contacts if contact.pk not in skip]
-        return _emails_create(campaign, reach), len(skip)
+        reached = _emails_create(campaign, reach, held=held.deferred())
+        held.count(reached)
+        return len(reached), len(skip)
     new = _recipients_insert(
         campaign,
         [
@@ -410,12 +475,17 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
     )
     reach = [contact for contact in contacts if contact.pk in new and contact.pk not in skip]
     skipped = sum(1 for pk in skip if pk in new)
-    unreached = _push_messages_create(campaign, reach)
-    if unreached:
-        CampaignRecipient.objects.filter(campaign=campaign, contact_id__in=unreached).update(
-            status=RecipientStatus.SUPPRESSED, reason=SkipReason.NO_INSTALLATION
-        )
-    return len(reach) - len(unreached), skipped + len(unreached)
+    held = Held(campaign, Channel.PUSH)
+    capped = held.apply(reach)
+    reach = [contact for contact in reach if contact.pk not in capped]
+    unreached = _push_messages_create(campaign, reach, held=held.deferred())
+    held.count(contact.pk for contact in reach if contact.pk not in unreached)
+    for reason, ids in ((SkipReason.NO_INSTALLATION, unreached), (SkipReason.CAPPED, capped)):
+        if ids:
+            CampaignRecipient.objects.filter(campaign=campaign, contact_id__in=ids).update(
+                status=RecipientStatus.SUPPRESSED, reason=reason
+            )
+    return len(reach) - len(unreached), skipped + len(unreached) + len(capped)
 
 
 class CampaignFanoutWork(BatchWork[CampaignFanout]):

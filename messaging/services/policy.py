@@ -266,3 +266,21 @@ class CapLedger:
         """Forgets the counted messages not written (their transaction is undone; the
         locks go with it)."""
         self.pending = []
+
+
+def policy_hold(
+    *,
+    policy: DeliveryPolicy,
+    ledger: CapLedger,
+    contacts: Iterable[tuple[uuid.UUID, Mapping[str, Any] | None]],
+    channel: str,
+    now: dt.datetime,
+) -> tuple[dict[uuid.UUID, dt.datetime], set[uuid.UUID]]:
+    """For one message each to many contacts (id, fields): when each goes (the end of
+    its quiet hours, else `now`), and the contacts whose caps leave no room then (their
+    locks and counts read in two statements for all)."""
+    at = {pk: policy.quiet_until(now, fields) or now for pk, fields in contacts}
+    if not policy.caps_of(channel):
+        return at, set()
+    room = ledger.room_many(policy=policy, contact_ids=list(at), channel=channel, at=at)
+    return at, set(at) - room
