@@ -66,7 +66,7 @@ class TestEngine(Engine):
         self.limit = step_limit
         # Sends of the test run counted against the caps (with the contact's real ones
         # in each cap's window before the virtual clock): never written.
-        self.ledger = CapLedger()
+        self.ledger = CapLedger(locking=False)
 
     def now(self) -> Any:
         return self.run.virtual_now

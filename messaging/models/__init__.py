@@ -19,7 +19,7 @@ from messaging.models.emails import (
     EmailStatus,
     EspEventReceipt,
 )
-from messaging.models.policy import CappedSend
+from messaging.models.policy import ContactSends
 from messaging.models.suppressions import Suppression, SuppressionReason
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion, VersionState
 
@@ -30,9 +30,9 @@ __all__ = [
     "CampaignFanout",
     "CampaignRecipient",
     "CampaignStatus",
-    "CappedSend",
     "CapturedMessage",
     "Channel",
+    "ContactSends",
     "DeadLetteredEmailDelivery",
     "Domain",
     "DomainRecord",

@@ -1,31 +1,26 @@
-"""What frequency caps count: one row per message counted against a contact's caps."""
+"""What frequency caps count: per contact, the recent messages of each channel."""
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from contacts.models import Contact
-from messaging.models.templates import Channel
-from tenancy.models import Project
 
 
-class CappedSend(models.Model):
-    """A message to a contact that counts against the project's frequency caps of its
-    channel (messaging/services/policy.py): written with the message, in its transaction,
-    under the contact's cap lock, so the count a send reads is exact."""
+class ContactSends(models.Model):
+    """A contact's recent messages that count against the project's frequency caps, by
+    channel: their send times, oldest first, kept while a cap can still count them
+    (messaging/services/policy.py). The row is also the contact's cap lock: a send locks
+    it (an upsert, so a first send makes it), reads it, and writes its own time into it
+    before its transaction commits, so the next send to the contact reads it."""
 
-    id = models.BigAutoField(primary_key=True)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
-    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="+", db_index=False)
-    channel = models.CharField(max_length=8, choices=Channel.choices)
-    # When the message goes: now, or the end of the quiet hours that deferred it.
-    sent_at = models.DateTimeField()
+    contact = models.OneToOneField(
+        Contact, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    email = ArrayField(models.DateTimeField(), default=list, blank=True)
+    push = ArrayField(models.DateTimeField(), default=list, blank=True)
 
     class Meta:
-        indexes = [
-            # Serves the cap check of each send: a contact's messages of a channel within
-            # the longest cap window (an index range read), and the purge by project.
-            models.Index(fields=["contact", "channel", "sent_at"], name="capped_send_count_idx"),
-            models.Index(fields=["project", "sent_at"], name="capped_send_purge_idx"),
-        ]
+        verbose_name_plural = "contact sends"
 
     def __str__(self) -> str:
-        return f"{self.channel} to {self.contact_id} at {self.sent_at}"
+        return f"sends to {self.contact_id}"

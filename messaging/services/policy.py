@@ -1,15 +1,17 @@
 """The delivery policy of a project: frequency caps and quiet hours (docs/API.md,
 Delivery policy).
 
-Caps count `CappedSend` rows: one per message that counts, written in the message's own
-transaction. A send first takes the contact's cap lock (a transaction-level advisory
-lock keyed by the contact id), then reads its count: one index range read of
-`capped_send_count_idx`, in a statement that starts after the lock is held, so it sees
-every message a transaction that held the lock before committed. Two sends racing for a
-contact's last slot therefore serialise on the lock and the second sees the first.
-Callers that lock many contacts in one transaction (a batch of runs, a fan-out batch)
-lock them all at once, in key order (`CapLedger.lock`), so two such transactions never
-wait for each other in a cycle.
+Caps count the messages kept on the contact's `ContactSends` row: per channel, the
+send times its caps can still count. A send first locks the row (an upsert that makes it
+on the contact's first capped send, and waits while another transaction holds it), and
+reads the times from that same statement, which answers the latest committed state;
+then it adds its own time before its transaction commits. Two sends racing for a
+contact's last slot therefore serialise on the row and the second sees the first. A
+transaction that sends to many contacts (a batch of runs, a fan-out batch) locks and
+reads all their rows in one statement, in key order (`CapLedger.lock`), so two such
+transactions never wait for each other in a cycle, and each of its sends then costs no
+query. Row locks live in the rows, not in PostgreSQL's shared lock table, so a batch of
+thousands of contacts takes none of its slots.
 
 Quiet hours are a daily window of wall-clock times in the contact's time zone (its
 field `timezone`, an IANA name, else the policy `default_timezone`): a send that falls
@@ -21,7 +23,6 @@ occurrence.
 
 import datetime as dt
 import uuid
-import zlib
 import zoneinfo
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,12 +33,9 @@ from django.db import connection
 
 from config.api.durations import parse_duration
 from config.db.copy import array_literal
-from messaging.models import CappedSend
+from config.runtime import clock
+from messaging.models import ContactSends
 from tenancy.models import Project
-
-# Advisory lock keys of cap locks: the first argument of the two-key form, so they never
-# meet the keys other code takes with the one-key form.
-CAP_LOCK_SPACE = 0x5CA9
 
 
 @dataclass(frozen=True)
@@ -154,45 +152,55 @@ def quiet_end(
     return ends
 
 
-def _lock_key(contact_id: uuid.UUID) -> int:
-    # A 31-bit key per contact (the two-key advisory lock takes two int4): two contacts
-    # may share one, which only makes them wait for each other.
-    return zlib.crc32(contact_id.bytes) & 0x7FFFFFFF
-
-
-_TIMES_SQL = (
-    "SELECT contact_id, array_agg(sent_at) FROM {table} "
-    "WHERE contact_id = ANY(%s::uuid[]) AND channel = %s AND sent_at > %s GROUP BY contact_id"
+_LOCK_SQL = (
+    "INSERT INTO {table} (contact_id, email, push) "
+    "SELECT c, '{{}}', '{{}}' FROM unnest(%s::uuid[]) AS c ORDER BY c "
+    # A no-op update: it locks the row (waiting for a transaction that holds it) and
+    # answers its latest committed state.
+    "ON CONFLICT (contact_id) DO UPDATE SET contact_id = EXCLUDED.contact_id "
+    "RETURNING contact_id, email, push"
 )
+_WRITE_SQL = (
+    "UPDATE {table} AS s SET {channel} = v.times FROM ("
+    "SELECT contact_id, array_agg(sent_at ORDER BY sent_at) AS times "
+    "FROM unnest(%s::uuid[], %s::timestamptz[]) AS u(contact_id, sent_at) "
+    "GROUP BY contact_id) AS v WHERE s.contact_id = v.contact_id"
+)
+_READ_SQL = "SELECT contact_id, email, push FROM {table} WHERE contact_id = ANY(%s::uuid[])"
+CHANNELS = ("email", "push")
 
 
 @dataclass
 class CapLedger:
-    """The cap counts of one transaction: which contacts it has locked, and the messages
-    it counted that are not written yet (`flush` writes them, `discard` forgets them)."""
+    """The cap counts of one transaction: the contacts whose cap lock (their
+    `ContactSends` row) it holds, with what the rows said, and the messages it counted
+    that are not written yet (`flush` writes them, `discard` forgets them)."""
 
-    locked: set[int] = field(default_factory=set)
-    pending: list[tuple[uuid.UUID, uuid.UUID, str, dt.datetime]] = field(default_factory=list)
+    sends: dict[uuid.UUID, dict[str, list[dt.datetime]]] = field(default_factory=dict)
+    pending: list[tuple[uuid.UUID, str, dt.datetime, tuple[Cap, ...]]] = field(default_factory=list)
+    # False for a ledger that only reads (a test run's, never written): no lock, no row.
+    locking: bool = True
 
     def lock(self, contact_ids: Iterable[uuid.UUID]) -> None:
-        """Takes the cap locks of `contact_ids` not yet held, in key order, in one
-        statement (held until the transaction ends)."""
-        keys = sorted({_lock_key(each) for each in contact_ids} - self.locked)
-        if not keys:
+        """Locks (and reads) the rows of `contact_ids` not yet held, in key order, in one
+        statement; held until the transaction ends."""
+        wanted = sorted({each for each in contact_ids} - set(self.sends))
+        if not wanted:
             return
+        table = connection.ops.quote_name(ContactSends._meta.db_table)
+        sql = _LOCK_SQL if self.locking else _READ_SQL
+        for contact_id in wanted:
+            self.sends[contact_id] = {"email": [], "push": []}
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(pg_advisory_xact_lock(%s, k)) FROM "
-                "(SELECT unnest(%s::int[]) AS k ORDER BY 1) AS keys",
-                [CAP_LOCK_SPACE, "{" + ",".join(map(str, keys)) + "}"],
-            )
-        self.locked.update(keys)
+            cursor.execute(sql.format(table=table), [array_literal(wanted)])
+            for contact_id, email, push in cursor.fetchall():
+                self.sends[contact_id] = {"email": list(email), "push": list(push)}
 
     def room(
         self, *, policy: DeliveryPolicy, contact_id: uuid.UUID, channel: str, at: dt.datetime
     ) -> bool:
         """Whether one more message of `channel` to the contact at `at` stays within every
-        cap (the contact's cap lock is taken first)."""
+        cap (the contact's cap lock is taken first, unless held)."""
         return contact_id in self.room_many(
             policy=policy, contact_ids=[contact_id], channel=channel, at={contact_id: at}
         )
@@ -206,32 +214,25 @@ class CapLedger:
         at: Mapping[uuid.UUID, dt.datetime],
     ) -> set[uuid.UUID]:
         """The contacts of `contact_ids` that one more message each (at `at[contact]`)
-        keeps within every cap: their locks in one statement, their counted messages of
-        the widest window in one index range read."""
+        keeps within every cap: the rows not yet held locked and read in one statement."""
         caps = policy.caps_of(channel)
         if not caps or not contact_ids:
             return set(contact_ids)
         self.lock(contact_ids)
-        widest = max(cap.per for cap in caps)
-        since = min(at[each] for each in contact_ids) - widest
-        table = connection.ops.quote_name(CappedSend._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _TIMES_SQL.format(table=table), [array_literal(contact_ids), channel, since]
-            )
-            stored: dict[uuid.UUID, list[dt.datetime]] = dict(cursor.fetchall())
-        for _, contact, kind, sent in self.pending:
-            if kind == channel and contact in at:
-                stored.setdefault(contact, []).append(sent)
         room = set()
         for contact_id in contact_ids:
-            times = stored.get(contact_id, [])
+            times = self._times(contact_id, channel)
             moment = at[contact_id]
             # A message counts in every window it lies after the start of: one deferred
             # to a later time counts from now on.
             if all(sum(1 for t in times if t > moment - cap.per) < cap.max for cap in caps):
                 room.add(contact_id)
         return room
+
+    def _times(self, contact_id: uuid.UUID, channel: str) -> list[dt.datetime]:
+        times = list(self.sends.get(contact_id, {}).get(channel, []))
+        times += [at for pk, kind, at, _ in self.pending if pk == contact_id and kind == channel]
+        return times
 
     def count(
         self,
@@ -244,28 +245,50 @@ class CapLedger:
     ) -> None:
         """Counts a message of `channel` to the contact at `at` (written by `flush`); a
         channel without caps counts nothing."""
-        if policy.caps_of(channel):
-            self.pending.append((project_id, contact_id, channel, at))
+        caps = policy.caps_of(channel)
+        if caps:
+            self.pending.append((contact_id, channel, at, caps))
 
     def flush(self) -> None:
-        """Writes the counted messages, in the caller's transaction."""
+        """Writes the counted messages into their contacts' rows (locked by `room`), in
+        the caller's transaction: each row keeps, per channel, the times its caps can
+        still count (within the widest window, at most the largest `max`)."""
         pending, self.pending = self.pending, []
         if not pending:
             return
-        table = connection.ops.quote_name(CappedSend._meta.db_table)
-        projects, contacts, channels, times = zip(*pending, strict=True)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                # S608: the model's table name.
-                f"INSERT INTO {table} (project_id, contact_id, channel, sent_at) "  # noqa: S608
-                "SELECT * FROM unnest(%s::uuid[], %s::uuid[], %s::text[], %s::timestamptz[])",
-                [list(projects), list(contacts), list(channels), list(times)],
-            )
+        assert self.locking, "a ledger that only reads writes nothing"
+        caps_of: dict[tuple[uuid.UUID, str], tuple[Cap, ...]] = {}
+        for contact_id, channel, _, caps in pending:
+            caps_of[(contact_id, channel)] = caps
+        table = connection.ops.quote_name(ContactSends._meta.db_table)
+        for channel in CHANNELS:
+            contacts: list[uuid.UUID] = []
+            times: list[dt.datetime] = []
+            for (contact_id, kind), caps in caps_of.items():
+                if kind != channel:
+                    continue
+                every = sorted(
+                    [*self.sends.get(contact_id, {}).get(channel, [])]
+                    + [at for pk, each, at, _ in pending if pk == contact_id and each == channel]
+                )
+                # Checks happen now or later (a deferred message's time is later): what
+                # lies before the widest window from now can no longer count.
+                since = clock.now() - max(cap.per for cap in caps)
+                kept = [t for t in every if t > since][-max(cap.max for cap in caps) :]
+                self.sends.setdefault(contact_id, {"email": [], "push": []})[channel] = kept
+                contacts += [contact_id] * len(kept)
+                times += kept
+            if contacts:
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        _WRITE_SQL.format(table=table, channel=channel), [contacts, times]
+                    )
 
     def discard(self) -> None:
-        """Forgets the counted messages not written (their transaction is undone; the
-        locks go with it)."""
+        """Forgets the counted messages not written and the rows read (their transaction
+        or savepoint is undone: the locks may have gone with it)."""
         self.pending = []
+        self.sends = {}
 
 
 def policy_hold(

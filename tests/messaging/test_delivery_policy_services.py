@@ -24,7 +24,8 @@ def hm(text: str) -> dt.time:
 @pytest.mark.parametrize(
     ("at", "start", "end", "ends"),
     [
-        # A window within one day (13:00 to 15:00 in Berlin is 12:00 to 14:00 UTC): inside until its end, outside before and after.
+        # A window within one day (13:00 to 15:00 in Berlin is 12:00 to 14:00 UTC):
+        # inside until its end, outside before and after.
         ("2026-01-10 13:00", "13:00", "15:00", "2026-01-10 14:00"),
         ("2026-01-10 11:59", "13:00", "15:00", None),
         ("2026-01-10 14:00", "13:00", "15:00", None),
