@@ -4,11 +4,11 @@ Delivery policy).
 Caps count the messages kept on the contact's `ContactSends` row: per channel, the
 send times its caps can still count. A send first locks the row (an upsert that makes it
 on the contact's first capped send, and waits while another transaction holds it), and
-reads the times from that same statement, which answers the latest committed state;
-then it adds its own time before its transaction commits. Two sends racing for a
+then reads the times in the next statement, which sees what the row's previous holders
+committed; then it adds its own time before its transaction commits. Two sends racing for a
 contact's last slot therefore serialise on the row and the second sees the first. A
 transaction that sends to many contacts (a batch of runs, a fan-out batch) locks and
-reads all their rows in one statement, in key order (`CapLedger.lock`), so two such
+reads all their rows in two statements, in key order (`CapLedger.lock`), so two such
 transactions never wait for each other in a cycle, and each of its sends then costs no
 query. Row locks live in the rows, not in PostgreSQL's shared lock table, so a batch of
 thousands of contacts takes none of its slots.
@@ -155,10 +155,10 @@ def quiet_end(
 _LOCK_SQL = (
     "INSERT INTO {table} (contact_id, email, push) "
     "SELECT c, '{{}}', '{{}}' FROM unnest(%s::uuid[]) AS c ORDER BY c "
-    # A no-op update: it locks the row (waiting for a transaction that holds it) and
-    # answers its latest committed state.
-    "ON CONFLICT (contact_id) DO UPDATE SET contact_id = EXCLUDED.contact_id "
-    "RETURNING contact_id, email, push"
+    # An update that never happens: ON CONFLICT DO UPDATE locks every conflicting row
+    # (waiting for a transaction that holds it) whatever its WHERE says, and writes
+    # nothing to a row that exists.
+    "ON CONFLICT (contact_id) DO UPDATE SET contact_id = EXCLUDED.contact_id WHERE false"
 )
 _WRITE_SQL = (
     "UPDATE {table} AS s SET {channel} = v.times FROM ("
@@ -177,22 +177,29 @@ class CapLedger:
     that are not written yet (`flush` writes them, `discard` forgets them)."""
 
     sends: dict[uuid.UUID, dict[str, list[dt.datetime]]] = field(default_factory=dict)
-    pending: list[tuple[uuid.UUID, str, dt.datetime, tuple[Cap, ...]]] = field(default_factory=list)
+    # Counted and not written: the times by (contact, channel), and the caps that
+    # counted them (a batch of runs may span projects).
+    pending: dict[tuple[uuid.UUID, str], list[dt.datetime]] = field(default_factory=dict)
+    caps: dict[tuple[uuid.UUID, str], tuple[Cap, ...]] = field(default_factory=dict)
     # False for a ledger that only reads (a test run's, never written): no lock, no row.
     locking: bool = True
 
     def lock(self, contact_ids: Iterable[uuid.UUID]) -> None:
-        """Locks (and reads) the rows of `contact_ids` not yet held, in key order, in one
-        statement; held until the transaction ends."""
+        """Locks (and reads) the rows of `contact_ids` not yet held, in key order, in two
+        statements; held until the transaction ends."""
         wanted = sorted({each for each in contact_ids} - set(self.sends))
         if not wanted:
             return
         table = connection.ops.quote_name(ContactSends._meta.db_table)
-        sql = _LOCK_SQL if self.locking else _READ_SQL
         for contact_id in wanted:
             self.sends[contact_id] = {"email": [], "push": []}
         with connection.cursor() as cursor:
-            cursor.execute(sql.format(table=table), [array_literal(wanted)])
+            ids = array_literal(wanted)
+            if self.locking:
+                cursor.execute(_LOCK_SQL.format(table=table), [ids])
+            # A statement after the lock: it sees what the transactions that held the
+            # rows before committed.
+            cursor.execute(_READ_SQL.format(table=table), [ids])
             for contact_id, email, push in cursor.fetchall():
                 self.sends[contact_id] = {"email": list(email), "push": list(push)}
 
@@ -214,7 +221,7 @@ class CapLedger:
         at: Mapping[uuid.UUID, dt.datetime],
     ) -> set[uuid.UUID]:
         """The contacts of `contact_ids` that one more message each (at `at[contact]`)
-        keeps within every cap: the rows not yet held locked and read in one statement."""
+        keeps within every cap: the rows not yet held locked and read in two statements."""
         caps = policy.caps_of(channel)
         if not caps or not contact_ids:
             return set(contact_ids)
@@ -230,9 +237,8 @@ class CapLedger:
         return room
 
     def _times(self, contact_id: uuid.UUID, channel: str) -> list[dt.datetime]:
-        times = list(self.sends.get(contact_id, {}).get(channel, []))
-        times += [at for pk, kind, at, _ in self.pending if pk == contact_id and kind == channel]
-        return times
+        stored = self.sends.get(contact_id, {}).get(channel, [])
+        return [*stored, *self.pending.get((contact_id, channel), [])]
 
     def count(
         self,
@@ -247,47 +253,49 @@ class CapLedger:
         channel without caps counts nothing."""
         caps = policy.caps_of(channel)
         if caps:
-            self.pending.append((contact_id, channel, at, caps))
+            self.pending.setdefault((contact_id, channel), []).append(at)
+            self.caps[(contact_id, channel)] = caps
 
     def flush(self) -> None:
         """Writes the counted messages into their contacts' rows (locked by `room`), in
         the caller's transaction: each row keeps, per channel, the times its caps can
         still count (within the widest window, at most the largest `max`)."""
-        pending, self.pending = self.pending, []
+        pending, self.pending = self.pending, {}
+        caps_of, self.caps = self.caps, {}
         if not pending:
             return
         assert self.locking, "a ledger that only reads writes nothing"
-        caps_of: dict[tuple[uuid.UUID, str], tuple[Cap, ...]] = {}
-        for contact_id, channel, _, caps in pending:
-            caps_of[(contact_id, channel)] = caps
         table = connection.ops.quote_name(ContactSends._meta.db_table)
+        now = clock.now()
         for channel in CHANNELS:
             contacts: list[uuid.UUID] = []
-            times: list[dt.datetime] = []
-            for (contact_id, kind), caps in caps_of.items():
+            times: list[str] = []
+            for (contact_id, kind), added in pending.items():
                 if kind != channel:
                     continue
-                every = sorted(
-                    [*self.sends.get(contact_id, {}).get(channel, [])]
-                    + [at for pk, each, at, _ in pending if pk == contact_id and each == channel]
-                )
                 # Checks happen now or later (a deferred message's time is later): what
-                # lies before the widest window from now can no longer count.
-                since = clock.now() - max(cap.per for cap in caps)
-                kept = [t for t in every if t > since][-max(cap.max for cap in caps) :]
-                self.sends.setdefault(contact_id, {"email": [], "push": []})[channel] = kept
+                # lies before the widest window from now can no longer count, and of what
+                # does, the latest `max` decide every window (each is open towards later).
+                caps = caps_of[(contact_id, kind)]
+                since = now - max(cap.per for cap in caps)
+                most = max(cap.max for cap in caps)
+                row = self.sends.setdefault(contact_id, {"email": [], "push": []})
+                kept = sorted(t for t in [*row[channel], *added] if t > since)[-most:]
+                row[channel] = kept
                 contacts += [contact_id] * len(kept)
-                times += kept
+                times += [t.isoformat() for t in kept]
             if contacts:
                 with connection.cursor() as cursor:
                     cursor.execute(
-                        _WRITE_SQL.format(table=table, channel=channel), [contacts, times]
+                        _WRITE_SQL.format(table=table, channel=channel),
+                        [array_literal(contacts), array_literal(times)],
                     )
 
     def discard(self) -> None:
         """Forgets the counted messages not written and the rows read (their transaction
         or savepoint is undone: the locks may have gone with it)."""
-        self.pending = []
+        self.pending = {}
+        self.caps = {}
         self.sends = {}
 
 
