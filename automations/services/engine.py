@@ -40,15 +40,20 @@ from automations.models import (
     WaitStatus,
 )
 from automations.services.loads import Fresh
+from automations.services.policysends import (
+    OUTCOME_SENT,
+    PARKED_STEP_STATUSES,
+    SEND_CHANNELS,
+    PolicySends,
+)
 from automations.services.triggers import contact_facts, wait_correlates
 from automations.services.writes import Writes
 from config.api.errors import ServiceError
 from config.runtime import clock
 from contacts.models import Contact
 from events.selectors import WindowEvents
-from messaging.models import Channel
 from messaging.services.email_batch import Likely
-from messaging.services.policy import CapLedger, DeliveryPolicy, policy_of
+from messaging.services.policy import CapLedger
 from messaging.services.rendering import SampleEvent
 
 # `RunStep.outcome` of sends that had nobody to send to: every recipient suppressed, or no
@@ -57,15 +62,6 @@ OUTCOME_SUPPRESSED = "suppressed"
 OUTCOME_NO_DEVICES = "no_devices"
 OUTCOME_EVENT = "event"
 OUTCOME_TIMEOUT = "timeout"
-# A send skipped because the contact's frequency cap of its channel was reached; the run
-# goes on. Conditions read a send that went as `sent` (its row's `outcome` stays null).
-OUTCOME_CAPPED = "capped"
-OUTCOME_SENT = "sent"
-
-SEND_CHANNELS = {StepType.SEND_EMAIL: Channel.EMAIL, StepType.SEND_PUSH: Channel.PUSH}
-# Steps a run is parked in: a wait, or a send deferred by quiet hours.
-PARKED_STEP_STATUSES = (StepStatus.WAITING, StepStatus.DEFERRED)
-NO_CONTACT = uuid.UUID(int=0)
 
 # Enough for any path through a definition (at most 200 steps, and every loop passes a
 # wait, where an advance stops): more means something is wrong, and the run fails.
@@ -163,7 +159,6 @@ class History:
         for key, step in self.steps.items():
             if step.type in SEND_CHANNELS and step.status == StepStatus.COMPLETED:
                 found[key] = {"outcome": step.outcome or OUTCOME_SENT}
-                continue
             if step.type != StepType.WAIT_FOR_EVENT or step.outcome is None:
                 continue
             entry: dict[str, Any] = {"outcome": step.outcome}
@@ -206,27 +201,22 @@ class Engine:
         # engine's own, written by `save`.
         self.shared = writes is not None
         self.writes = writes if writes is not None else new_writes()
-        self.policy: DeliveryPolicy = policy_of(run.project)
-        # What counts the run's sends against the caps: the writes' (written with them).
-        self.ledger: CapLedger = self.writes.caps
+        self.sends = PolicySends(self, ledger=self.writes.caps)
 
     # --- what differs -----------------------------------------------------------------
 
     def now(self) -> Any:
         return clock.now()
 
+    # The sends answer whether a message went (not to a suppressed address, to a device).
     def send_email(self, step: Mapping[str, Any], row: RunStep) -> bool:
-        """Sends (or renders) the step's email; whether a message went (none when the
-        address is suppressed)."""
         raise NotImplementedError
 
     def send_push(self, step: Mapping[str, Any], row: RunStep) -> bool:
-        """Sends (or renders) the step's push; whether a message went (to some device)."""
         raise NotImplementedError
 
     def defer(self, step: Mapping[str, Any], row: RunStep, resume_at: Any) -> Verdict | None:
-        """The send of `row` falls in quiet hours that end at `resume_at`: park the run
-        until then (live), or move the clock there and send (test)."""
+        """A send in quiet hours until `resume_at`: park (live) or move the clock (test)."""
         raise NotImplementedError
 
     def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
@@ -325,7 +315,7 @@ class Engine:
         following: str | None = step.get("next")
         try:
             if kind in SEND_CHANNELS:
-                deferred = self._send(step, row)
+                deferred = self.sends.send(step, row)
                 if deferred is not None:
                     return deferred
             elif kind == StepType.UPDATE_CONTACT:
@@ -353,55 +343,17 @@ class Engine:
         self.writes.step(row)
         self.history.add_step(row)
 
-    # --- sends and the delivery policy --------------------------------------------------
-
-    def _policy_applies(self, step: Mapping[str, Any]) -> bool:
-        # Transactional steps bypass caps and quiet hours (never suppression). A live run
-        # without a stored contact has no one to count against; a test run by email
-        # alone counts its own sends.
-        return (
-            not step.get("transactional")
-            and self.contact is not None
-            and (self.contact.pk is not None or self.test)
-        )
-
-    def _send(self, step: Mapping[str, Any], row: RunStep) -> Verdict | None:
-        """A send step: deferred when the contact is in quiet hours, else delivered."""
-        quiet = not step.get("transactional") and self.policy.quiet is not None
-        if quiet and self.contact is not None:
-            resume_at = self.policy.quiet_until(self.now(), self.contact.fields)
-            if resume_at is not None:
-                row.resume_at = resume_at
-                return self.defer(step, row, resume_at)
-        self.deliver(step, row)
+    def attempt(self, row: RunStep, action: Callable[[], None]) -> Verdict | None:
+        """Runs a step's action; a domain error fails the run with the error on `row`."""
+        try:
+            action()
+        except StepFailed as failure:
+            return self._fail(row, str(failure))
+        except ServiceError as error:
+            if not _permanent(error):
+                raise
+            return self._fail(row, _error_text(error))
         return None
-
-    def deliver(self, step: Mapping[str, Any], row: RunStep) -> None:
-        """Sends the step's message unless the contact's cap of its channel is reached
-        (then the step's outcome is `capped`); a message that went counts against it."""
-        channel = SEND_CHANNELS[step["type"]]
-        counted = self._policy_applies(step) and bool(self.policy.caps_of(channel))
-        # A test run's contact that is not stored counts under an id no contact has.
-        contact = self.contact
-        contact_id: uuid.UUID = contact.pk if contact is not None and contact.pk else NO_CONTACT
-        now = self.now()
-        if counted and not self.ledger.room(
-            policy=self.policy, contact_id=contact_id, channel=channel, at=now
-        ):
-            row.outcome = OUTCOME_CAPPED
-            return
-        if step["type"] == StepType.SEND_EMAIL:
-            went = self.send_email(step, row)
-        else:
-            went = self.send_push(step, row)
-        if counted and went:
-            self.ledger.count(
-                policy=self.policy,
-                project_id=self.run.project_id,
-                contact_id=contact_id,
-                channel=channel,
-                at=now,
-            )
 
     def open_wait(self, step: Mapping[str, Any], row: RunStep, *, timeout_at: Any) -> RunWait:
         """The wait row of a wait step (not saved)."""
@@ -445,8 +397,6 @@ class Engine:
         now = self.now()
         if wait is None:
             return self._fail(row, "The run's wait is missing.")
-        if row.status == StepStatus.DEFERRED:
-            return self._resume_send(step, row, wait)
         if wait.status == WaitStatus.WAITING:
             if wait.timeout_at > now:
                 self.run.status = RunStatus.WAITING
@@ -468,6 +418,8 @@ class Engine:
             self.writes.wait_changed(wait)
         elif wait.status == WaitStatus.CANCELED:
             return self._stop(TerminalReason.CANCELED)
+        if row.status == StepStatus.DEFERRED:
+            return self.sends.resume(step, row)
         outcome = OUTCOME_EVENT if wait.status == WaitStatus.MATCHED else OUTCOME_TIMEOUT
         row.status = StepStatus.COMPLETED
         row.completed_at = wait.resolved_at or now
@@ -477,36 +429,6 @@ class Engine:
         self._started()
         self.run.completed_step_key = key
         return self.following_wait(step, outcome)
-
-    def _resume_send(
-        self, step: Mapping[str, Any], row: RunStep, wait: RunWait
-    ) -> Verdict | str | None:
-        """A send deferred by quiet hours: parked until `resume_at`, then delivered (the
-        caps are read now, at the send) and the run goes on."""
-        now = self.now()
-        if wait.status == WaitStatus.CANCELED:
-            return self._stop(TerminalReason.CANCELED)
-        if wait.status == WaitStatus.WAITING:
-            if wait.timeout_at > now:
-                self.run.status = RunStatus.WAITING
-                return Verdict("park", wait.timeout_at)
-            wait.status, wait.resolved_at = WaitStatus.TIMED_OUT, now
-            self.writes.wait_changed(wait)
-        self._started()
-        try:
-            self.deliver(step, row)
-        except StepFailed as failure:
-            return self._fail(row, str(failure))
-        except ServiceError as error:
-            if not _permanent(error):
-                raise
-            return self._fail(row, _error_text(error))
-        row.status = StepStatus.COMPLETED
-        row.completed_at = now
-        self.writes.step_changed(row)
-        self.run.completed_step_key = row.step_key
-        following: str | None = step.get("next")
-        return following
 
     # --- endings ------------------------------------------------------------------------
 

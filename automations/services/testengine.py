@@ -66,7 +66,7 @@ class TestEngine(Engine):
         self.limit = step_limit
         # Sends of the test run counted against the caps (with the contact's real ones
         # in each cap's window before the virtual clock): never written.
-        self.ledger = CapLedger(locking=False)
+        self.sends.ledger = CapLedger(locking=False)
 
     def now(self) -> Any:
         return self.run.virtual_now
@@ -141,7 +141,7 @@ class TestEngine(Engine):
         # The clock moves to the end of the quiet hours and the message is sent there;
         # the step keeps `resume_at`, so the timeline shows the deferral.
         self.run.virtual_now = resume_at
-        self.deliver(step, row)
+        self.sends.deliver(step, row)
 
     def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
         if self.contact is None:

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, cast
 
 from django.db import connection, transaction
 
-from config.db.copy import RawJson, array_literal, copy_insert
+from config.db.copy import RawJson
 from config.runtime import clock
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
@@ -58,14 +58,18 @@ from messaging.models import (
     EmailStatus,
     RecipientStatus,
     SkipReason,
-    Suppression,
 )
 from messaging.selectors.campaigns import campaign_candidates
 from messaging.services.campaign_progress import campaigns_finish
+from messaging.services.campaign_recipients import (
+    recipients_insert,
+    skipped_insert,
+    suppressed_addresses,
+)
 from messaging.services.campaigns import Actor, campaign_history_record
 from messaging.services.email_store import emails_insert
 from messaging.services.emails import bare_address
-from messaging.services.policy import NO_POLICY, CapLedger, policy_hold, policy_of
+from messaging.services.policy import NO_POLICY, BatchHold, policy_of
 from messaging.services.rendering import contact_variables
 from messaging.services.rendering_batch import EmailRenderer
 
@@ -178,34 +182,6 @@ def _contacts_in(campaign: Campaign, batch: CampaignFanout) -> Sequence[Candidat
     return [Candidate._make(row) for row in candidates.values_list(*CANDIDATE_COLUMNS)]
 
 
-def _recipients_insert(
-    campaign: Campaign, rows: Sequence[tuple[uuid.UUID, str, str]]
-) -> set[uuid.UUID]:
-    """Inserts a recipient row per (contact, status, reason) unless the contact has one
-    already; returns the contacts whose row is new. One statement for the batch, its
-    arrays bound as text literals (a bound list of a thousand values costs more)."""
-    if not rows:
-        return set()
-    table = connection.ops.quote_name(CampaignRecipient._meta.db_table)
-    contact_ids, statuses, reasons = zip(*rows, strict=True)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            # S608: the model's table name.
-            f"INSERT INTO {table} (campaign_id, contact_id, status, reason, created_at) "  # noqa: S608
-            "SELECT %s, v.contact_id, v.status, v.reason, %s "
-            "FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(contact_id, status, reason) "
-            "ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING contact_id",
-            [
-                campaign.pk,
-                clock.now(),
-                array_literal(contact_ids),
-                array_literal(statuses),
-                array_literal(reasons),
-            ],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
 def _range_condition(column: str, batch: CampaignFanout) -> tuple[str, list[Any]]:
     """SQL that keeps `column` (a contact id) within the batch's range, and its params."""
     sql, params = "", []
@@ -230,36 +206,6 @@ def _handled(campaign: Campaign, batch: CampaignFanout) -> set[uuid.UUID]:
             f"SELECT contact_id FROM {emails} WHERE campaign_id = %s{within} "  # noqa: S608
             f"UNION ALL SELECT contact_id FROM {recipients} WHERE campaign_id = %s{within}",
             [campaign.pk, *bounds, campaign.pk, *bounds],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
-def _skipped_insert(campaign: Campaign, skip: dict[uuid.UUID, str]) -> None:
-    """A recipient row per skipped contact (by COPY: the caller left out those that have
-    one)."""
-    copy_insert(
-        CampaignRecipient,
-        ("contact", "reason"),
-        skip.items(),
-        constants={
-            "campaign": campaign.pk,
-            "status": RecipientStatus.SUPPRESSED,
-            "created_at": clock.now(),
-        },
-    )
-
-
-def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
-    """The addresses of `emails` on the project's suppression list. Contacts keep their
-    address in the project's normal form, the form the list keeps too."""
-    if not emails:
-        return set()
-    table = connection.ops.quote_name(Suppression._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            # S608: the model's table name.
-            f"SELECT email FROM {table} WHERE project_id = %s AND email = ANY(%s::text[])",  # noqa: S608
-            [campaign.project_id, array_literal(emails)],
         )
         return {row[0] for row in cursor.fetchall()}
 
@@ -392,46 +338,10 @@ def _push_messages_create(
     return {contact.pk for contact in contacts} - reached
 
 
-class Held:
-    """The delivery policy applied to a batch's contacts (messaging/services/policy.py):
-    when each message goes and who the caps leave out; a transactional campaign is held
-    by nothing. The messages made are counted against the caps with the batch."""
-
-    def __init__(self, campaign: Campaign, channel: str) -> None:
-        self.policy = NO_POLICY if campaign.transactional else policy_of(campaign.project)
-        self.ledger = CapLedger()
-        self.channel = channel
-        self.project_id = campaign.project_id
-        self.at: dict[uuid.UUID, dt.datetime] = {}
-        self.now = clock.now()
-
-    def apply(self, contacts: Sequence[Candidate | Contact]) -> set[uuid.UUID]:
-        """Reads when each contact's message goes; returns the contacts capped."""
-        if self.policy is NO_POLICY or not contacts:
-            return set()
-        self.at, capped = policy_hold(
-            policy=self.policy,
-            ledger=self.ledger,
-            contacts=[(contact.pk, contact.fields) for contact in contacts],
-            channel=self.channel,
-            now=self.now,
-        )
-        return capped
-
-    def deferred(self) -> dict[uuid.UUID, dt.datetime]:
-        """The contacts whose message waits for the end of their quiet hours."""
-        return {pk: at for pk, at in self.at.items() if at != self.now}
-
-    def count(self, reached: Iterable[uuid.UUID]) -> None:
-        for pk in reached:
-            self.ledger.count(
-                policy=self.policy,
-                project_id=self.project_id,
-                contact_id=pk,
-                channel=self.channel,
-                at=self.at.get(pk, self.now),
-            )
-        self.ledger.flush()
+def _held(campaign: Campaign, channel: str) -> BatchHold:
+    """The delivery policy over a batch's messages; a transactional campaign has none."""
+    policy = NO_POLICY if campaign.transactional else policy_of(campaign.project)
+    return BatchHold(policy=policy, project_id=campaign.project_id, channel=channel)
 
 
 def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[int, int]:
@@ -450,19 +360,21 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
         elif email and not contact.email:
             skip[contact.pk] = SkipReason.NO_EMAIL
     if email:
-        listed = _suppressed(campaign, [c.email for c in contacts if c.pk not in skip and c.email])
+        listed = suppressed_addresses(
+            campaign, [c.email for c in contacts if c.pk not in skip and c.email]
+        )
         for contact in contacts:
             if contact.pk not in skip and contact.email in listed:
                 skip[contact.pk] = SkipReason.SUPPRESSED
-        held = Held(campaign, Channel.EMAIL)
-        capped = held.apply([contact for contact in contacts if contact.pk not in skip])
+        held = _held(campaign, Channel.EMAIL)
+        capped = held.apply([(c.pk, c.fields) for c in contacts if c.pk not in skip])
         skip.update(dict.fromkeys(capped, SkipReason.CAPPED))
-        _skipped_insert(campaign, skip)
+        skipped_insert(campaign, skip)
         reach = [contact for contact in contacts if contact.pk not in skip]
         reached = _emails_create(campaign, reach, held=held.deferred())
         held.count(reached)
         return len(reached), len(skip)
-    new = _recipients_insert(
+    new = recipients_insert(
         campaign,
         [
             (
@@ -475,8 +387,8 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
     )
     reach = [contact for contact in contacts if contact.pk in new and contact.pk not in skip]
     skipped = sum(1 for pk in skip if pk in new)
-    held = Held(campaign, Channel.PUSH)
-    capped = held.apply(reach)
+    held = _held(campaign, Channel.PUSH)
+    capped = held.apply([(contact.pk, contact.fields) for contact in reach])
     reach = [contact for contact in reach if contact.pk not in capped]
     unreached = _push_messages_create(campaign, reach, held=held.deferred())
     held.count(contact.pk for contact in reach if contact.pk not in unreached)

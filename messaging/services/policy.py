@@ -299,19 +299,46 @@ class CapLedger:
         self.sends = {}
 
 
-def policy_hold(
-    *,
-    policy: DeliveryPolicy,
-    ledger: CapLedger,
-    contacts: Iterable[tuple[uuid.UUID, Mapping[str, Any] | None]],
-    channel: str,
-    now: dt.datetime,
-) -> tuple[dict[uuid.UUID, dt.datetime], set[uuid.UUID]]:
-    """For one message each to many contacts (id, fields): when each goes (the end of
-    its quiet hours, else `now`), and the contacts whose caps leave no room then (their
-    locks and counts read in two statements for all)."""
-    at = {pk: policy.quiet_until(now, fields) or now for pk, fields in contacts}
-    if not policy.caps_of(channel):
-        return at, set()
-    room = ledger.room_many(policy=policy, contact_ids=list(at), channel=channel, at=at)
-    return at, set(at) - room
+class BatchHold:
+    """The policy over one message each to a batch of contacts (a campaign's fan-out
+    batch): when each goes (the end of its quiet hours, else now) and whom the caps leave
+    out, read for all in one go; then the messages made are counted."""
+
+    def __init__(self, *, policy: DeliveryPolicy, project_id: uuid.UUID, channel: str) -> None:
+        self.policy = policy
+        self.ledger = CapLedger()
+        self.channel = channel
+        self.project_id = project_id
+        self.at: dict[uuid.UUID, dt.datetime] = {}
+        self.now = clock.now()
+
+    def apply(
+        self, contacts: Iterable[tuple[uuid.UUID, Mapping[str, Any] | None]]
+    ) -> set[uuid.UUID]:
+        """Reads when each contact's (id, fields) message goes; returns those capped."""
+        if self.policy is NO_POLICY:
+            return set()
+        policy, now = self.policy, self.now
+        self.at = {pk: policy.quiet_until(now, fields) or now for pk, fields in contacts}
+        if not self.at:
+            return set()
+        room = self.ledger.room_many(
+            policy=policy, contact_ids=list(self.at), channel=self.channel, at=self.at
+        )
+        return set(self.at) - room
+
+    def deferred(self) -> dict[uuid.UUID, dt.datetime]:
+        """The contacts whose message waits for the end of their quiet hours, and until."""
+        return {pk: at for pk, at in self.at.items() if at != self.now}
+
+    def count(self, reached: Iterable[uuid.UUID]) -> None:
+        """Counts the messages made for `reached`, at their send times, and writes them."""
+        for pk in reached:
+            self.ledger.count(
+                policy=self.policy,
+                project_id=self.project_id,
+                contact_id=pk,
+                channel=self.channel,
+                at=self.at.get(pk, self.now),
+            )
+        self.ledger.flush()
