@@ -419,7 +419,7 @@ class Engine:
         elif wait.status == WaitStatus.CANCELED:
             return self._stop(TerminalReason.CANCELED)
         if row.status == StepStatus.DEFERRED:
-            return self.sends.resume(step, row)
+            return self._hold(key) if self.held() else self.sends.resume(step, row)
         outcome = OUTCOME_EVENT if wait.status == WaitStatus.MATCHED else OUTCOME_TIMEOUT
         row.status = StepStatus.COMPLETED
         row.completed_at = wait.resolved_at or now

@@ -6,7 +6,8 @@ against the caps. Transactional steps pass both.
 Each engine has its `PolicySends` (`engine.sends`), which uses the engine's clock,
 contact and send methods (engine.py) and its `defer`: a live run parks on a wait without
 an event until the window ends (the waits machinery, unchanged), a test run moves its
-virtual clock there.
+virtual clock there. At the window's end a paused automation holds the run at the send
+(engine.py `_resume`), and sends once resumed.
 """
 
 import uuid

@@ -12,6 +12,7 @@ from config.workqueue.models import WorkStatus
 from contacts.models import Contact
 from messaging.models import Email
 from tests.automations.api_driver import (
+    action,
     automation,
     drain,
     email_template,
@@ -337,3 +338,24 @@ def test_a_test_run_honours_quiet_hours_and_caps_on_its_virtual_clock(api, key, 
     assert run["virtual_now"] == "2026-01-10T18:30:00Z"
     assert Email.objects.count() == 0
     assert counted_sends() == 0
+
+
+def test_a_paused_automation_holds_a_deferred_send_until_it_is_resumed(api, key, smtp, clock):
+    policies(api, key, quiet_hours={"start": "12:00", "end": "13:00"})
+    automation_id = automation(api, key, send_then_branch(email_template(api, key)))
+    event(api, key, "order.completed")
+    drain()
+    action(api, key, automation_id, "pause")
+    clock.advance(hours=2)
+    drain()
+    run = one_run(api, key, automation_id)
+    assert run["status"] == "pending"
+    assert steps_of(run) == [("welcome", "deferred", None)]
+    assert smtp.received == []
+
+    action(api, key, automation_id, "resume")
+    drain()
+    run = one_run(api, key, automation_id)
+    assert run["status"] == "completed"
+    assert run["steps"][0]["status"] == "completed"
+    assert len(smtp.received) == 1
