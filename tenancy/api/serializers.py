@@ -57,7 +57,7 @@ def project_data(project: Project) -> dict[str, Any]:
 
 
 # The channels a frequency cap counts (messaging's `Channel`, spelt here: tenancy sits below).
-CAP_CHANNELS = ("email", "push")
+CAP_CHANNELS = (("email", "Email"), ("push", "Push"))
 MAX_CAPS = 10
 _CLOCK_TIME = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
 
