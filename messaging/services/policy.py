@@ -37,6 +37,8 @@ from config.runtime import clock
 from messaging.models import ContactSends
 from tenancy.models import Project
 
+UTC_ZONE = zoneinfo.ZoneInfo("UTC")
+
 
 @dataclass(frozen=True)
 class Cap:
@@ -66,7 +68,7 @@ class DeliveryPolicy:
             found = _zone(named)
             if found is not None:
                 return found
-        return _zone(self.zone) or _zone("UTC")  # type: ignore[return-value]
+        return _zone(self.zone) or UTC_ZONE
 
     def quiet_until(self, at: dt.datetime, fields: Mapping[str, Any] | None) -> dt.datetime | None:
         """When the quiet hours that `at` falls in end, for a contact with `fields`; None
