@@ -2,13 +2,13 @@
 Delivery policy).
 
 Caps count the messages kept on the contact's `ContactSends` row: per channel, the
-send times its caps can still count. A send first locks the row (an upsert that makes it
-on the contact's first capped send, and waits while another transaction holds it), and
-then reads the times in the next statement, which sees what the row's previous holders
-committed; then it adds its own time before its transaction commits. Two sends racing for a
+send times its caps can still count. A send first locks and reads the row (`SELECT ...
+FOR UPDATE`, which waits while another transaction holds it and then answers what that
+one committed; the contact's first capped send makes the row), then adds its own time
+before its transaction commits. Two sends racing for a
 contact's last slot therefore serialise on the row and the second sees the first. A
 transaction that sends to many contacts (a batch of runs, a fan-out batch) locks and
-reads all their rows in two statements, in key order (`CapLedger.lock`), so two such
+reads all their rows in one statement, in key order (`CapLedger.lock`), so two such
 transactions never wait for each other in a cycle, and each of its sends then costs no
 query. Row locks live in the rows, not in PostgreSQL's shared lock table, so a batch of
 thousands of contacts takes none of its slots.
@@ -154,13 +154,17 @@ def quiet_end(
     return ends
 
 
+# Locks in key order (the sort runs below the lock) and answers each row's latest
+# committed state, waiting for a transaction that holds one.
 _LOCK_SQL = (
+    "SELECT contact_id, email, push FROM {table} WHERE contact_id = ANY(%s::uuid[]) "
+    "ORDER BY contact_id FOR UPDATE"
+)
+# A contact's first capped send makes its row (locked, uncommitted, by this transaction).
+_MAKE_SQL = (
     "INSERT INTO {table} (contact_id, email, push) "
     "SELECT c, '{{}}', '{{}}' FROM unnest(%s::uuid[]) AS c ORDER BY c "
-    # An update that never happens: ON CONFLICT DO UPDATE locks every conflicting row
-    # (waiting for a transaction that holds it) whatever its WHERE says, and writes
-    # nothing to a row that exists.
-    "ON CONFLICT (contact_id) DO UPDATE SET contact_id = EXCLUDED.contact_id WHERE false"
+    "ON CONFLICT (contact_id) DO NOTHING RETURNING contact_id"
 )
 _WRITE_SQL = (
     "UPDATE {table} AS s SET {channel} = v.times FROM ("
@@ -187,8 +191,9 @@ class CapLedger:
     locking: bool = True
 
     def lock(self, contact_ids: Iterable[uuid.UUID]) -> None:
-        """Locks (and reads) the rows of `contact_ids` not yet held, in key order, in two
-        statements; held until the transaction ends."""
+        """Locks (and reads) the rows of `contact_ids` not yet held, in key order, in one
+        statement (a contact's first capped send makes its row: one more); held until the
+        transaction ends."""
         wanted = sorted({each for each in contact_ids} - set(self.sends))
         if not wanted:
             return
@@ -196,14 +201,28 @@ class CapLedger:
         for contact_id in wanted:
             self.sends[contact_id] = {"email": [], "push": []}
         with connection.cursor() as cursor:
-            ids = array_literal(wanted)
-            if self.locking:
-                cursor.execute(_LOCK_SQL.format(table=table), [ids])
-            # A statement after the lock: it sees what the transactions that held the
-            # rows before committed.
-            cursor.execute(_READ_SQL.format(table=table), [ids])
-            for contact_id, email, push in cursor.fetchall():
-                self.sends[contact_id] = {"email": list(email), "push": list(push)}
+            if not self.locking:
+                cursor.execute(_READ_SQL.format(table=table), [array_literal(wanted)])
+                self._found(cursor.fetchall())
+                return
+            cursor.execute(_LOCK_SQL.format(table=table), [array_literal(wanted)])
+            missing = sorted(set(wanted) - self._found(cursor.fetchall()))
+            if not missing:
+                return
+            cursor.execute(_MAKE_SQL.format(table=table), [array_literal(missing)])
+            made = {row[0] for row in cursor.fetchall()}
+            raced = sorted(set(missing) - made)
+            if raced:
+                # Made by another transaction since the first statement: locked now.
+                cursor.execute(_LOCK_SQL.format(table=table), [array_literal(raced)])
+                self._found(cursor.fetchall())
+
+    def _found(self, rows: Iterable[tuple[uuid.UUID, Any, Any]]) -> set[uuid.UUID]:
+        found = set()
+        for contact_id, email, push in rows:
+            self.sends[contact_id] = {"email": list(email), "push": list(push)}
+            found.add(contact_id)
+        return found
 
     def room(
         self, *, policy: DeliveryPolicy, contact_id: uuid.UUID, channel: str, at: dt.datetime
@@ -223,7 +242,7 @@ class CapLedger:
         at: Mapping[uuid.UUID, dt.datetime],
     ) -> set[uuid.UUID]:
         """The contacts of `contact_ids` that one more message each (at `at[contact]`)
-        keeps within every cap: the rows not yet held locked and read in two statements."""
+        keeps within every cap: the rows not yet held locked and read (`lock`)."""
         caps = policy.caps_of(channel)
         if not caps or not contact_ids:
             return set(contact_ids)

@@ -241,3 +241,21 @@ def test_push_campaigns_wait_for_quiet_hours_to_end_and_skip_capped_contacts(
     )
     assert reasons == ["capped", "capped", "no_installation"]
     assert read(push, second)["stats"]["suppressed"] == 3
+
+
+def test_push_send_and_push_tests_bypass_caps_and_quiet_hours(push, audience, fcm):
+    policy = {
+        "frequency_caps": [{"channel": "push", "max": 1, "per": "P1D"}],
+        "quiet_hours": {"start": "00:00", "end": "23:59"},
+    }
+    assert push.api.patch("/project", {"policies": policy}, key=push.key).status_code == 200
+    ada = audience.memberships.get(contact__fields__first_name="Ada").contact
+    for n in range(2):
+        response = push.send({"contact_id": str(ada.id), "title": f"Receipt {n}", "body": "Paid"})
+        assert response.status_code == 202, response.content
+    installation = PushDelivery.objects.filter(message__contact_id=ada.id).first().installation
+    tested = push.api.post("/push/tests", {"installation_id": str(installation.id)}, key=push.key)
+    assert tested.status_code == 202, tested.content
+    while push_deliver_batch():
+        pass
+    assert len(fcm.messages) == 3
