@@ -32,7 +32,7 @@ from typing import Any
 from django.db import connection
 
 from config.api.durations import parse_duration
-from config.db.copy import array_literal
+from config.db.bulk import rows_fetch
 from config.runtime import clock
 from messaging.models import ContactSends
 from tenancy.models import Project
@@ -157,22 +157,22 @@ def quiet_end(
 # Locks in key order (the sort runs below the lock) and answers each row's latest
 # committed state, waiting for a transaction that holds one.
 _LOCK_SQL = (
-    "SELECT contact_id, email, push FROM {table} WHERE contact_id = ANY(%s::uuid[]) "
+    "SELECT contact_id, email, push FROM {table} WHERE contact_id = ANY(%b) "
     "ORDER BY contact_id FOR UPDATE"
 )
 # A contact's first capped send makes its row (locked, uncommitted, by this transaction).
 _MAKE_SQL = (
     "INSERT INTO {table} (contact_id, email, push) "
-    "SELECT c, '{{}}', '{{}}' FROM unnest(%s::uuid[]) AS c ORDER BY c "
+    "SELECT c, '{{}}', '{{}}' FROM unnest(%b::uuid[]) AS c ORDER BY c "
     "ON CONFLICT (contact_id) DO NOTHING RETURNING contact_id"
 )
 _WRITE_SQL = (
     "UPDATE {table} AS s SET {channel} = v.times FROM ("
     "SELECT contact_id, array_agg(sent_at ORDER BY sent_at) AS times "
-    "FROM unnest(%s::uuid[], %s::timestamptz[]) AS u(contact_id, sent_at) "
+    "FROM unnest(%b::uuid[], %b::timestamptz[]) AS u(contact_id, sent_at) "
     "GROUP BY contact_id) AS v WHERE s.contact_id = v.contact_id"
 )
-_READ_SQL = "SELECT contact_id, email, push FROM {table} WHERE contact_id = ANY(%s::uuid[])"
+_READ_SQL = "SELECT contact_id, email, push FROM {table} WHERE contact_id = ANY(%b)"
 CHANNELS = ("email", "push")
 
 
@@ -200,22 +200,20 @@ class CapLedger:
         table = connection.ops.quote_name(ContactSends._meta.db_table)
         for contact_id in wanted:
             self.sends[contact_id] = {"email": [], "push": []}
-        with connection.cursor() as cursor:
-            if not self.locking:
-                cursor.execute(_READ_SQL.format(table=table), [array_literal(wanted)])
-                self._found(cursor.fetchall())
-                return
-            cursor.execute(_LOCK_SQL.format(table=table), [array_literal(wanted)])
-            missing = sorted(set(wanted) - self._found(cursor.fetchall()))
-            if not missing:
-                return
-            cursor.execute(_MAKE_SQL.format(table=table), [array_literal(missing)])
-            made = {row[0] for row in cursor.fetchall()}
-            raced = sorted(set(missing) - made)
-            if raced:
-                # Made by another transaction since the first statement: locked now.
-                cursor.execute(_LOCK_SQL.format(table=table), [array_literal(raced)])
-                self._found(cursor.fetchall())
+        # In binary (`rows_fetch`): a batch reads thousands of times, which text would
+        # parse one by one.
+        if not self.locking:
+            self._found(rows_fetch(_READ_SQL.format(table=table), [wanted]))
+            return
+        locked = self._found(rows_fetch(_LOCK_SQL.format(table=table), [wanted]))
+        missing = sorted(set(wanted) - locked)
+        if not missing:
+            return
+        made = {row[0] for row in rows_fetch(_MAKE_SQL.format(table=table), [missing])}
+        raced = sorted(set(missing) - made)
+        if raced:
+            # Made by another transaction since the first statement: locked now.
+            self._found(rows_fetch(_LOCK_SQL.format(table=table), [raced]))
 
     def _found(self, rows: Iterable[tuple[uuid.UUID, Any, Any]]) -> set[uuid.UUID]:
         found = set()
@@ -290,7 +288,7 @@ class CapLedger:
         now = clock.now()
         for channel in CHANNELS:
             contacts: list[uuid.UUID] = []
-            times: list[str] = []
+            times: list[dt.datetime] = []
             for (contact_id, kind), added in pending.items():
                 if kind != channel:
                     continue
@@ -304,13 +302,9 @@ class CapLedger:
                 kept = sorted(t for t in [*row[channel], *added] if t > since)[-most:]
                 row[channel] = kept
                 contacts += [contact_id] * len(kept)
-                times += [t.isoformat() for t in kept]
+                times += kept
             if contacts:
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        _WRITE_SQL.format(table=table, channel=channel),
-                        [array_literal(contacts), array_literal(times)],
-                    )
+                rows_fetch(_WRITE_SQL.format(table=table, channel=channel), [contacts, times])
 
     def discard(self) -> None:
         """Forgets the counted messages not written and the rows read (their transaction
