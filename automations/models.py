@@ -253,6 +253,8 @@ class StepType(models.TextChoices):
 class StepStatus(models.TextChoices):
     RUNNING = "running"
     WAITING = "waiting"
+    # A send in the contact's quiet hours, waiting for their end (`resume_at`).
+    DEFERRED = "deferred"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELED = "canceled"
@@ -294,6 +296,8 @@ class RunStep(models.Model):
     )
     # The push message a send_push step made (push messages keep their own table).
     push_id = models.UUIDField(null=True, blank=True)
+    # A send deferred by quiet hours: when it goes (the end of the window); kept once sent.
+    resume_at = models.DateTimeField(null=True, blank=True)
     # Test runs only: what a send step would have sent (subject/html/text or
     # title/body/data, and the sender) and the fields an update_contact would have set.
     rendered = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)

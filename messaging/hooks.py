@@ -7,6 +7,7 @@ the push message in its own transaction and queues the delivery after commit. Th
 campaign handlers run inside the caller's transaction (a fan-out batch), so their
 messages commit with the batch's recipient rows or not at all."""
 
+import datetime as dt
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,10 +72,12 @@ class PushCampaignSender(Protocol):
         app_id: uuid.UUID,
         version: "TemplateVersion",
         contacts: Sequence["Contact"],
+        not_before: Mapping[uuid.UUID, dt.datetime],
     ) -> set[uuid.UUID]:
         """Stores one push message per contact (the version rendered for it) to its active
         installations of the app, in the caller's transaction, and wakes the delivery
-        after commit; returns the ids of the contacts that had an installation."""
+        after commit (a contact of `not_before`, in its quiet hours, is delivered no
+        earlier than then); returns the ids of the contacts that had an installation."""
         ...
 
 

@@ -141,6 +141,11 @@ class Project(models.Model):
     event_retry_factor = models.FloatField(null=True, blank=True)
     event_retry_cap_seconds = models.FloatField(null=True, blank=True)
     event_retry_max_attempts = models.PositiveSmallIntegerField(null=True, blank=True)
+    # Delivery policy (docs/API.md, Delivery policy): `[{"channel", "max", "per"}]`,
+    # `{"start", "end"}` or null, and the IANA zone of contacts without a `timezone` field.
+    frequency_caps = models.JSONField(default=list, blank=True)
+    quiet_hours = models.JSONField(null=True, blank=True)
+    default_timezone = models.CharField(max_length=64, default="UTC")
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -129,7 +129,13 @@ class RunStepSerializer(serializers.Serializer[Any]):
         allow_null=True,
         help_text="Which way the step went: `then`/`else` (branch), `event`/`timeout` "
         "(wait_for_event), `suppressed` (an email to a suppressed address), `no_devices` (a "
-        "push to a contact without active devices); null otherwise.",
+        "push to a contact without active devices), `capped` (a send skipped by the "
+        "contact's frequency cap); null otherwise (a send that went).",
+    )
+    resume_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="A send deferred by quiet hours: when it goes (status `deferred` until "
+        "then), kept once it went. Null for a send that was not deferred.",
     )
     rendered = JsonObjectField(
         allow_null=True,

@@ -37,6 +37,9 @@ EDGE_MEMBERS = ("next", "then", "else", "on_timeout")
 SEND_CHANNELS = {StepType.SEND_EMAIL: Channel.EMAIL, StepType.SEND_PUSH: Channel.PUSH}
 CONTACT_PATHS = frozenset({"id", "email", "external_id"})
 OUTCOMES = ("event", "timeout")
+# What `steps.<key>.outcome` of a send step reads (docs/API.md, Delivery policy).
+SEND_OUTCOMES = ("sent", "capped", "suppressed", "no_devices")
+SEND_TYPES = (StepType.SEND_EMAIL, StepType.SEND_PUSH)
 
 
 def definition_schema() -> dict[str, Any]:
@@ -442,12 +445,14 @@ def _comparison_issues(
         ]
     if key not in types:
         return [Issue("unknown_step", path, f"No step has the key `{key}`.")]
-    if types[key] != StepType.WAIT_FOR_EVENT:
+    reads_send = tail == ["outcome"] and types[key] in SEND_TYPES
+    if types[key] != StepType.WAIT_FOR_EVENT and not reads_send:
         return [
             Issue(
                 "not_a_wait_for_event",
                 path,
-                f"`steps.{key}` can only name a `wait_for_event` step.",
+                f"`steps.{key}.outcome` can only name a `wait_for_event` or send step, "
+                f"`steps.{key}.event` only a `wait_for_event` step.",
             )
         ]
     if branch not in _reachable(edges, key) or key == branch:
@@ -460,6 +465,14 @@ def _comparison_issues(
         ]
     if tail == ["outcome"] and comparison["op"] in ("eq", "ne", "in"):
         values = comparison["value"] if comparison["op"] == "in" else [comparison["value"]]
-        if any(value not in OUTCOMES for value in values):
+        if reads_send and any(value not in SEND_OUTCOMES for value in values):
+            return [
+                Issue(
+                    "invalid_value",
+                    f"{where}.value",
+                    "A send step's outcome is `sent`, `capped`, `suppressed` or `no_devices`.",
+                )
+            ]
+        if not reads_send and any(value not in OUTCOMES for value in values):
             return [Issue("invalid_value", f"{where}.value", "An outcome is `event` or `timeout`.")]
     return []

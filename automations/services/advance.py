@@ -37,6 +37,7 @@ from config.workqueue.models import WorkStatus
 from config.workqueue.work import BatchOutcome, BatchWork, PerItem
 from contacts.models import Contact
 from events.selectors import WindowEvents
+from messaging.services.policy import CapLedger, policy_of
 from tenancy.models import Project
 
 M = TypeVar("M", bound=Model)
@@ -76,9 +77,19 @@ class AdvanceWork(BatchWork[RunJob]):
         self.windows = _overdue_waits(self.runs.values(), self.histories)
         self.verdicts: dict[uuid.UUID, Verdict] = {}
         self.writes: Writes | None = None
+        # The cap locks of every contact the batch may send to under a project with caps,
+        # taken now, all at once and in key order: a send then only reads its count, and
+        # two batches never wait for each other's locks in a cycle.
+        self.caps = CapLedger()
+        capped = {pk for pk, project in projects.items() if policy_of(project).caps}
+        self.caps.lock(
+            run.contact_id
+            for run in runs
+            if run.contact_id is not None and run.project_id in capped
+        )
 
     def begin_together(self, items: list[RunJob]) -> None:
-        self.writes = new_writes(likely=self.addresses)
+        self.writes = new_writes(likely=self.addresses, caps=self.caps)
 
     def addresses(self) -> list[tuple[Project, list[str]]]:
         """The batch's contacts' addresses by project: what its sends go to."""

@@ -40,6 +40,12 @@ from automations.models import (
     WaitStatus,
 )
 from automations.services.loads import Fresh
+from automations.services.policysends import (
+    OUTCOME_SENT,
+    PARKED_STEP_STATUSES,
+    SEND_CHANNELS,
+    PolicySends,
+)
 from automations.services.triggers import contact_facts, wait_correlates
 from automations.services.writes import Writes
 from config.api.errors import ServiceError
@@ -47,6 +53,7 @@ from config.runtime import clock
 from contacts.models import Contact
 from events.selectors import WindowEvents
 from messaging.services.email_batch import Likely
+from messaging.services.policy import CapLedger
 from messaging.services.rendering import SampleEvent
 
 # `RunStep.outcome` of sends that had nobody to send to: every recipient suppressed, or no
@@ -79,9 +86,11 @@ NEW_STEP = Fresh(RunStep)
 NEW_WAIT = Fresh(RunWait)
 
 
-def new_writes(*, likely: Callable[[], Likely] | None = None) -> Writes:
+def new_writes(
+    *, likely: Callable[[], Likely] | None = None, caps: CapLedger | None = None
+) -> Writes:
     """Writes for advances of this engine (a suppressed send marks its step so)."""
-    return Writes(suppressed_outcome=OUTCOME_SUPPRESSED, likely=likely)
+    return Writes(suppressed_outcome=OUTCOME_SUPPRESSED, likely=likely, caps=caps)
 
 
 @dataclass(frozen=True)
@@ -148,6 +157,8 @@ class History:
         resolved (its latest visit) with its `outcome` and, when an event came, `event`."""
         found: dict[str, Any] = {}
         for key, step in self.steps.items():
+            if step.type in SEND_CHANNELS and step.status == StepStatus.COMPLETED:
+                found[key] = {"outcome": step.outcome or OUTCOME_SENT}
             if step.type != StepType.WAIT_FOR_EVENT or step.outcome is None:
                 continue
             entry: dict[str, Any] = {"outcome": step.outcome}
@@ -190,16 +201,22 @@ class Engine:
         # engine's own, written by `save`.
         self.shared = writes is not None
         self.writes = writes if writes is not None else new_writes()
+        self.sends = PolicySends(self, ledger=self.writes.caps)
 
     # --- what differs -----------------------------------------------------------------
 
     def now(self) -> Any:
         return clock.now()
 
-    def send_email(self, step: Mapping[str, Any], row: RunStep) -> None:
+    # The sends answer whether a message went (not to a suppressed address, to a device).
+    def send_email(self, step: Mapping[str, Any], row: RunStep) -> bool:
         raise NotImplementedError
 
-    def send_push(self, step: Mapping[str, Any], row: RunStep) -> None:
+    def send_push(self, step: Mapping[str, Any], row: RunStep) -> bool:
+        raise NotImplementedError
+
+    def defer(self, step: Mapping[str, Any], row: RunStep, resume_at: Any) -> Verdict | None:
+        """A send in quiet hours until `resume_at`: park (live) or move the clock (test)."""
         raise NotImplementedError
 
     def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
@@ -274,7 +291,7 @@ class Engine:
 
     def _in_wait(self, key: str) -> bool:
         step = self.history.steps.get(key)
-        return step is not None and step.status == StepStatus.WAITING
+        return step is not None and step.status in PARKED_STEP_STATUSES
 
     def _started(self) -> None:
         run = self.run
@@ -298,10 +315,10 @@ class Engine:
         )
         following: str | None = step.get("next")
         try:
-            if kind == StepType.SEND_EMAIL:
-                self.send_email(step, row)
-            elif kind == StepType.SEND_PUSH:
-                self.send_push(step, row)
+            if kind in SEND_CHANNELS:
+                deferred = self.sends.send(step, row)
+                if deferred is not None:
+                    return deferred
             elif kind == StepType.UPDATE_CONTACT:
                 self.update_contact(step, row)
             elif kind in (StepType.WAIT, StepType.WAIT_FOR_EVENT):
@@ -326,6 +343,18 @@ class Engine:
     def _record(self, row: RunStep) -> None:
         self.writes.step(row)
         self.history.add_step(row)
+
+    def attempt(self, row: RunStep, action: Callable[[], None]) -> Verdict | None:
+        """Runs a step's action; a domain error fails the run with the error on `row`."""
+        try:
+            action()
+        except StepFailed as failure:
+            return self._fail(row, str(failure))
+        except ServiceError as error:
+            if not _permanent(error):
+                raise
+            return self._fail(row, _error_text(error))
+        return None
 
     def open_wait(self, step: Mapping[str, Any], row: RunStep, *, timeout_at: Any) -> RunWait:
         """The wait row of a wait step (not saved)."""
@@ -390,6 +419,8 @@ class Engine:
             self.writes.wait_changed(wait)
         elif wait.status == WaitStatus.CANCELED:
             return self._stop(TerminalReason.CANCELED)
+        if row.status == StepStatus.DEFERRED:
+            return self._hold(key) if self.held() else self.sends.resume(step, row)
         outcome = OUTCOME_EVENT if wait.status == WaitStatus.MATCHED else OUTCOME_TIMEOUT
         row.status = StepStatus.COMPLETED
         row.completed_at = wait.resolved_at or now
@@ -441,7 +472,7 @@ class Engine:
         RunStep.objects.filter(
             run=run,
             run_created_at=run.created_at,
-            status__in=[StepStatus.RUNNING, StepStatus.WAITING],
+            status__in=[StepStatus.RUNNING, *PARKED_STEP_STATUSES],
         ).update(status=StepStatus.CANCELED, completed_at=now)
         run.status = RunStatus.CANCELED
         run.terminal_reason = reason

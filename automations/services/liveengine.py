@@ -20,6 +20,7 @@ from config.api.errors import ServiceError
 from contacts.models import Contact
 from contacts.services import contact_update
 from events.selectors import EventWindow, WindowEvents, events_in_windows
+from messaging.models import EmailStatus
 from messaging.services.emails import EmailRequest
 from pushproviders.services.sending import push_send
 from tenancy.models import Meter
@@ -74,7 +75,7 @@ class LiveEngine(Engine):
             raise StepFailed("The run's contact was deleted.")
         return self.contact
 
-    def send_email(self, step: Mapping[str, Any], row: RunStep) -> None:
+    def send_email(self, step: Mapping[str, Any], row: RunStep) -> bool:
         contact = self._contact()
         if not contact.email:
             raise StepFailed("The contact has no email address.")
@@ -93,8 +94,9 @@ class LiveEngine(Engine):
             contact=contact,
         )
         self.writes.email(row, email)
+        return bool(email.status == EmailStatus.QUEUED)
 
-    def send_push(self, step: Mapping[str, Any], row: RunStep) -> None:
+    def send_push(self, step: Mapping[str, Any], row: RunStep) -> bool:
         contact = self._contact()
         try:
             message, _ = push_send(
@@ -109,9 +111,22 @@ class LiveEngine(Engine):
         except ServiceError as error:
             if any(issue.code == "no_installations" for issue in error.issues):
                 row.outcome = OUTCOME_NO_DEVICES
-                return
+                return False
             raise
         row.push_id = message.id
+        return True
+
+    def defer(self, step: Mapping[str, Any], row: RunStep, resume_at: Any) -> Verdict:
+        # Parked on a wait without an event until the window ends: the run's job is due
+        # then, as for any wait (the due index of the run queue is the only timer).
+        self._contact()
+        wait = self.open_wait(step, row, timeout_at=resume_at)
+        self.writes.wait(wait)
+        self.history.add_wait(wait)
+        row.status = StepStatus.DEFERRED
+        self._record(row)
+        self.run.status = RunStatus.WAITING
+        return Verdict("park", resume_at)
 
     def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
         contact = self._contact()

@@ -59,7 +59,7 @@ def _end_idle(runs: QuerySet[AutomationRun], *, terminal_reason: str, reason: st
         status=WaitStatus.CANCELED, resolved_at=now
     )
     RunStep.objects.filter(
-        run__in=idle, status__in=[StepStatus.RUNNING, StepStatus.WAITING]
+        run__in=idle, status__in=[StepStatus.RUNNING, StepStatus.WAITING, StepStatus.DEFERRED]
     ).update(status=StepStatus.CANCELED, completed_at=now)
     values: dict[str, Any] = {
         "status": RunStatus.CANCELED,

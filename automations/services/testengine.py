@@ -25,6 +25,7 @@ from messaging.selectors.templates import (
     template_version_current,
     template_version_published,
 )
+from messaging.services.policy import CapLedger
 from messaging.services.rendering import render_email, render_push, template_context
 from pushproviders.selectors import push_installation_list
 
@@ -63,6 +64,9 @@ class TestEngine(Engine):
         self.contact = copy.copy(contact) if contact is not None else None
         self.events = sorted(events, key=lambda each: each.at)
         self.limit = step_limit
+        # Sends of the test run counted against the caps (with the contact's real ones
+        # in each cap's window before the virtual clock): never written.
+        self.sends.ledger = CapLedger(locking=False)
 
     def now(self) -> Any:
         return self.run.virtual_now
@@ -90,7 +94,7 @@ class TestEngine(Engine):
             extra=self.variables(),
         )
 
-    def send_email(self, step: Mapping[str, Any], row: RunStep) -> None:
+    def send_email(self, step: Mapping[str, Any], row: RunStep) -> bool:
         template, version = self._template(step, "email")
         if self.contact is None or not self.contact.email:
             raise StepFailed("The contact has no email address.")
@@ -110,8 +114,10 @@ class TestEngine(Engine):
         }
         if suppressed_among(project=self.run.project, emails=[self.contact.email]):
             row.outcome = OUTCOME_SUPPRESSED
+            return False
+        return True
 
-    def send_push(self, step: Mapping[str, Any], row: RunStep) -> None:
+    def send_push(self, step: Mapping[str, Any], row: RunStep) -> bool:
         _, version = self._template(step, "push")
         rendered = render_push(version, self._variables())
         devices = 0
@@ -129,6 +135,13 @@ class TestEngine(Engine):
         }
         if not devices:
             row.outcome = OUTCOME_NO_DEVICES
+        return bool(devices)
+
+    def defer(self, step: Mapping[str, Any], row: RunStep, resume_at: Any) -> None:
+        # The clock moves to the end of the quiet hours and the message is sent there;
+        # the step keeps `resume_at`, so the timeline shows the deferral.
+        self.run.virtual_now = resume_at
+        self.sends.deliver(step, row)
 
     def update_contact(self, step: Mapping[str, Any], row: RunStep) -> None:
         if self.contact is None:

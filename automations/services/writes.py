@@ -24,9 +24,10 @@ from automations.services.step_entries import step_entries_count
 from config.db.bulk import rows_insert, rows_update
 from messaging.models import Email, EmailStatus
 from messaging.services.email_batch import EmailBatch, Likely
+from messaging.services.policy import CapLedger
 
 # What changes on a step or a wait the run already had (resumed, failed).
-STEP_CHANGES = ["status", "completed_at", "outcome", "error"]
+STEP_CHANGES = ["status", "completed_at", "outcome", "error", "email", "push_id"]
 WAIT_CHANGES = ["status", "resolved_at", "matched_event_id", "matched_payload"]
 
 
@@ -34,9 +35,16 @@ class Writes:
     """The rows of one or more advances, not yet written."""
 
     def __init__(
-        self, *, suppressed_outcome: str, likely: Callable[[], Likely] | None = None
+        self,
+        *,
+        suppressed_outcome: str,
+        likely: Callable[[], Likely] | None = None,
+        caps: CapLedger | None = None,
     ) -> None:
         self.suppressed_outcome = suppressed_outcome
+        # The sends counted against frequency caps, written with the emails; it also
+        # knows the contacts whose cap lock the transaction holds.
+        self.caps = caps if caps is not None else CapLedger()
         # The addresses the advances may send to (`EmailBatch`): read from the suppression
         # list at the first send, in one query.
         self.likely = likely
@@ -82,11 +90,13 @@ class Writes:
         """Forgets everything gathered (the advances were undone), giving back the email
         quota their sends had counted."""
         self.emails.release()
+        self.caps.discard()
         self._clear()
 
     def flush(self) -> None:
         """Writes everything gathered, in the caller's transaction, and starts afresh."""
         self.emails.store()
+        self.caps.flush()
         for row, email in self.sent:
             if email.status == EmailStatus.SUPPRESSED:
                 row.outcome = self.suppressed_outcome

@@ -19,6 +19,7 @@ from messaging.models.emails import (
     EmailStatus,
     EspEventReceipt,
 )
+from messaging.models.policy import ContactSends
 from messaging.models.stats import DELIVERY_FIGURES, DeliveryDay
 from messaging.models.suppressions import Suppression, SuppressionReason
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion, VersionState
@@ -33,6 +34,7 @@ __all__ = [
     "CampaignStatus",
     "CapturedMessage",
     "Channel",
+    "ContactSends",
     "DeadLetteredEmailDelivery",
     "DeliveryDay",
     "Domain",

@@ -63,6 +63,8 @@ class Campaign(ProjectScopedModel):
     # The sender as given (email campaigns); null: the template's, else `default_from`.
     from_email = models.CharField(max_length=320, null=True, blank=True)
     scheduled_at = models.DateTimeField(null=True, blank=True)
+    # Sent past the project's frequency caps and quiet hours (never past suppression).
+    transactional = models.BooleanField(default=False)
     # Why staff sent the campaign back to draft; cleared when it is submitted again.
     review_note = models.TextField(null=True, blank=True)
 
@@ -160,6 +162,8 @@ class SkipReason(models.TextChoices):
     UNSUBSCRIBED = "unsubscribed"
     NO_EMAIL = "no_email"
     NO_INSTALLATION = "no_installation"
+    # The contact's frequency cap of the channel was reached (docs/API.md, Delivery policy).
+    CAPPED = "capped"
 
 
 class CampaignRecipient(models.Model):

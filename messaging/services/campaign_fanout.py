@@ -29,15 +29,16 @@ the audience (or topic) before their range's batch runs are included. A batch wh
 retries ran out keeps its campaign `sending` until staff requeue it.
 """
 
+import datetime as dt
 import json
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 from django.db import connection, transaction
 
-from config.db.copy import RawJson, array_literal, copy_insert
+from config.db.copy import RawJson
 from config.runtime import clock
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
@@ -57,13 +58,18 @@ from messaging.models import (
     EmailStatus,
     RecipientStatus,
     SkipReason,
-    Suppression,
 )
 from messaging.selectors.campaigns import campaign_candidates
 from messaging.services.campaign_progress import campaigns_finish
+from messaging.services.campaign_recipients import (
+    recipients_insert,
+    skipped_insert,
+    suppressed_addresses,
+)
 from messaging.services.campaigns import Actor, campaign_history_record
 from messaging.services.email_store import emails_insert
 from messaging.services.emails import bare_address
+from messaging.services.policy import NO_POLICY, BatchHold, policy_of
 from messaging.services.rendering import contact_variables
 from messaging.services.rendering_batch import EmailRenderer
 
@@ -176,34 +182,6 @@ def _contacts_in(campaign: Campaign, batch: CampaignFanout) -> Sequence[Candidat
     return [Candidate._make(row) for row in candidates.values_list(*CANDIDATE_COLUMNS)]
 
 
-def _recipients_insert(
-    campaign: Campaign, rows: Sequence[tuple[uuid.UUID, str, str]]
-) -> set[uuid.UUID]:
-    """Inserts a recipient row per (contact, status, reason) unless the contact has one
-    already; returns the contacts whose row is new. One statement for the batch, its
-    arrays bound as text literals (a bound list of a thousand values costs more)."""
-    if not rows:
-        return set()
-    table = connection.ops.quote_name(CampaignRecipient._meta.db_table)
-    contact_ids, statuses, reasons = zip(*rows, strict=True)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            # S608: the model's table name.
-            f"INSERT INTO {table} (campaign_id, contact_id, status, reason, created_at) "  # noqa: S608
-            "SELECT %s, v.contact_id, v.status, v.reason, %s "
-            "FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(contact_id, status, reason) "
-            "ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING contact_id",
-            [
-                campaign.pk,
-                clock.now(),
-                array_literal(contact_ids),
-                array_literal(statuses),
-                array_literal(reasons),
-            ],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
 def _range_condition(column: str, batch: CampaignFanout) -> tuple[str, list[Any]]:
     """SQL that keeps `column` (a contact id) within the batch's range, and its params."""
     sql, params = "", []
@@ -232,36 +210,6 @@ def _handled(campaign: Campaign, batch: CampaignFanout) -> set[uuid.UUID]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def _skipped_insert(campaign: Campaign, skip: dict[uuid.UUID, str]) -> None:
-    """A recipient row per skipped contact (by COPY: the caller left out those that have
-    one)."""
-    copy_insert(
-        CampaignRecipient,
-        ("contact", "reason"),
-        skip.items(),
-        constants={
-            "campaign": campaign.pk,
-            "status": RecipientStatus.SUPPRESSED,
-            "created_at": clock.now(),
-        },
-    )
-
-
-def _suppressed(campaign: Campaign, emails: Sequence[str]) -> set[str]:
-    """The addresses of `emails` on the project's suppression list. Contacts keep their
-    address in the project's normal form, the form the list keeps too."""
-    if not emails:
-        return set()
-    table = connection.ops.quote_name(Suppression._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            # S608: the model's table name.
-            f"SELECT email FROM {table} WHERE project_id = %s AND email = ANY(%s::text[])",  # noqa: S608
-            [campaign.project_id, array_literal(emails)],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
 # Per email; the columns every email of a batch shares are `emails_insert` constants.
 EMAIL_COLUMNS = (
     "id",
@@ -278,12 +226,18 @@ EMAIL_COLUMNS = (
 NO_TAGS, NO_DATA = RawJson("[]"), RawJson("{}")
 
 
-def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) -> int:
+def _emails_create(
+    campaign: Campaign,
+    contacts: Sequence[Candidate | Contact],
+    *,
+    held: Mapping[uuid.UUID, dt.datetime] | None = None,
+) -> list[uuid.UUID]:
     """One email per contact, rendered from the frozen version, stored with its delivery
-    job (`emails_insert`); a contact the template cannot be rendered for gets a `failed`
-    email with the reason (nothing is sent to it). Returns how many were queued."""
+    job (`emails_insert`; due at `held[contact]` for a contact in quiet hours); a contact
+    the template cannot be rendered for gets a `failed` email with the reason (nothing is
+    sent to it). Returns the contacts whose email was queued."""
     if not contacts:
-        return 0
+        return []
     version = campaign.template_version
     assert version is not None
     domain = bare_address(campaign.sender).rpartition("@")[2] or "sendrealm.local"
@@ -293,6 +247,8 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
     # Ids go as text (COPY sends text), each made once: the email's serves its row and
     # its delivery job, the contact's its variables and the row.
     queued: list[str] = []
+    due: dict[str, dt.datetime] = {}
+    reached: list[uuid.UUID] = []
     why: str | None
     for contact in contacts:
         email_id = uuid.uuid4()
@@ -314,6 +270,9 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
         else:
             status, why = queued_status, None
             queued.append(email_key)
+            reached.append(contact.pk)
+            if held and contact.pk in held:
+                due[email_key] = held[contact.pk]
         emails.append(
             (
                 email_key,
@@ -348,12 +307,16 @@ def _emails_create(campaign: Campaign, contacts: Sequence[Candidate | Contact]) 
         },
         queued=queued,
         now=now,
+        due=due,
     )
-    return len(queued)
+    return reached
 
 
 def _push_messages_create(
-    campaign: Campaign, contacts: Sequence[Candidate | Contact]
+    campaign: Campaign,
+    contacts: Sequence[Candidate | Contact],
+    *,
+    held: Mapping[uuid.UUID, dt.datetime] | None = None,
 ) -> set[uuid.UUID]:
     """Push messages through the push family; returns the contacts without a device."""
     if not contacts:
@@ -370,8 +333,15 @@ def _push_messages_create(
         version=campaign.template_version,
         # Contacts themselves: `_contacts_in` reads them so for push.
         contacts=cast(Sequence[Contact], contacts),
+        not_before=held or {},
     )
     return {contact.pk for contact in contacts} - reached
+
+
+def _held(campaign: Campaign, channel: str) -> BatchHold:
+    """The delivery policy over a batch's messages; a transactional campaign has none."""
+    policy = NO_POLICY if campaign.transactional else policy_of(campaign.project)
+    return BatchHold(policy=policy, project_id=campaign.project_id, channel=channel)
 
 
 def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[int, int]:
@@ -390,14 +360,21 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
         elif email and not contact.email:
             skip[contact.pk] = SkipReason.NO_EMAIL
     if email:
-        listed = _suppressed(campaign, [c.email for c in contacts if c.pk not in skip and c.email])
+        listed = suppressed_addresses(
+            campaign, [c.email for c in contacts if c.pk not in skip and c.email]
+        )
         for contact in contacts:
             if contact.pk not in skip and contact.email in listed:
                 skip[contact.pk] = SkipReason.SUPPRESSED
-        _skipped_insert(campaign, skip)
+        held = _held(campaign, Channel.EMAIL)
+        capped = held.apply([(c.pk, c.fields) for c in contacts if c.pk not in skip])
+        skip.update(dict.fromkeys(capped, SkipReason.CAPPED))
+        skipped_insert(campaign, skip)
         reach = [contact for contact in contacts if contact.pk not in skip]
-        return _emails_create(campaign, reach), len(skip)
-    new = _recipients_insert(
+        reached = _emails_create(campaign, reach, held=held.deferred())
+        held.count(reached)
+        return len(reached), len(skip)
+    new = recipients_insert(
         campaign,
         [
             (
@@ -410,12 +387,17 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
     )
     reach = [contact for contact in contacts if contact.pk in new and contact.pk not in skip]
     skipped = sum(1 for pk in skip if pk in new)
-    unreached = _push_messages_create(campaign, reach)
-    if unreached:
-        CampaignRecipient.objects.filter(campaign=campaign, contact_id__in=unreached).update(
-            status=RecipientStatus.SUPPRESSED, reason=SkipReason.NO_INSTALLATION
-        )
-    return len(reach) - len(unreached), skipped + len(unreached)
+    held = _held(campaign, Channel.PUSH)
+    capped = held.apply([(contact.pk, contact.fields) for contact in reach])
+    reach = [contact for contact in reach if contact.pk not in capped]
+    unreached = _push_messages_create(campaign, reach, held=held.deferred())
+    held.count(contact.pk for contact in reach if contact.pk not in unreached)
+    for reason, ids in ((SkipReason.NO_INSTALLATION, unreached), (SkipReason.CAPPED, capped)):
+        if ids:
+            CampaignRecipient.objects.filter(campaign=campaign, contact_id__in=ids).update(
+                status=RecipientStatus.SUPPRESSED, reason=reason
+            )
+    return len(reach) - len(unreached), skipped + len(unreached) + len(capped)
 
 
 class CampaignFanoutWork(BatchWork[CampaignFanout]):

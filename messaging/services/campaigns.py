@@ -162,6 +162,7 @@ def campaign_create(
     app_ref: str | None = None,
     from_email: str | None = None,
     scheduled_at: dt.datetime | None = None,
+    transactional: bool = False,
 ) -> Campaign:
     """A new draft of `channel` (a push campaign needs `app_ref`, its app)."""
     _target_checked({"audience_id": audience_id, "topic_id": topic_id})
@@ -185,6 +186,7 @@ def campaign_create(
         app_id=app_id,
         from_email=_sender_checked(from_email),
         scheduled_at=_schedule_checked(scheduled_at),
+        transactional=transactional,
     )
 
 
@@ -207,7 +209,8 @@ def campaign_update(
     changes: Mapping[str, Any],
 ) -> Campaign:
     """Edits a draft: `changes` may hold `name`, `template_id`, `audience_id` or
-    `topic_id` (naming one clears the other), `app_ref`, `from_email`, `scheduled_at`.
+    `topic_id` (naming one clears the other), `app_ref`, `from_email`, `scheduled_at`,
+    `transactional`.
     Any other status: 409, nothing changed."""
     with transaction.atomic():
         campaign = _locked(project, channel, campaign_id)
@@ -237,6 +240,8 @@ def campaign_update(
             fields["from_email"] = _sender_checked(changes["from_email"])
         if "scheduled_at" in changes:
             fields["scheduled_at"] = _schedule_checked(changes["scheduled_at"])
+        if "transactional" in changes:
+            fields["transactional"] = changes["transactional"]
         model_update(campaign, fields=fields)
     return campaign
 

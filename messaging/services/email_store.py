@@ -39,17 +39,26 @@ def emails_insert(
     constants: Mapping[str, Any],
     queued: Iterable[Any],
     now: dt.datetime,
+    due: Mapping[Any, dt.datetime] | None = None,
 ) -> None:
     """Inserts one email per row (values in the order of `columns`, `Email` field names
     or attnames, the first of them `id`; `constants` for the rest) and a delivery job due
-    `now` for each email id of `queued`; wakes delivery after commit when there is one.
+    `now` for each email id of `queued` (or at `due[id]`, a not-before time the queue's
+    claim respects: a message deferred by quiet hours); wakes delivery after commit when
+    there is one.
     Name every column without a database default. A row that breaks a key raises
     `IntegrityError` and nothing is written."""
     if not rows:
         return
-    jobs = [(email_id,) for email_id in queued]
     copy_insert(Email, columns, rows, constants=constants)
-    copy_insert(EmailDelivery, ("email",), jobs, constants=_delivery_constants(now))
+    if due:
+        jobs: list[tuple[Any, ...]] = [(email_id, due.get(email_id, now)) for email_id in queued]
+        job_constants = _delivery_constants(now)
+        del job_constants["next_attempt_at"]
+        copy_insert(EmailDelivery, ("email", "next_attempt_at"), jobs, constants=job_constants)
+    else:
+        jobs = [(email_id,) for email_id in queued]
+        copy_insert(EmailDelivery, ("email",), jobs, constants=_delivery_constants(now))
     if jobs:
         transaction.on_commit(EMAIL_QUEUE.wake)
 

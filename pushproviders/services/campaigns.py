@@ -6,9 +6,10 @@ A batch makes one push message per recipient contact (rendered for it) with one 
 per active installation of the app, all in bulk in the caller's transaction; deliveries
 are queued for the workers after commit, like any send."""
 
+import datetime as dt
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
@@ -46,10 +47,12 @@ def push_campaign_batch_send(
     app_id: uuid.UUID,
     version: TemplateVersion,
     contacts: Sequence[Contact],
+    not_before: Mapping[uuid.UUID, dt.datetime] | None = None,
 ) -> set[uuid.UUID]:
     """One message per contact that has active installations of the app, rendered for
     it; returns the ids of those contacts. An installation whose provider cannot send
-    gets a `failed` delivery at once, as in any send."""
+    gets a `failed` delivery at once, as in any send. A contact of `not_before` (in its
+    quiet hours) has its deliveries due then: the push queue's claim waits for it."""
     app = PushApp.objects.filter(project=project, pk=app_id).first()
     if app is None or not contacts:
         return set()
@@ -104,7 +107,7 @@ def push_campaign_batch_send(
                 created_at=now,
             )
             if target.problem is None:
-                delivery.next_attempt_at = now
+                delivery.next_attempt_at = (not_before or {}).get(contact_id, now)
             else:
                 delivery.state = PushDeliveryState.FAILED
                 delivery.error = target.problem.message

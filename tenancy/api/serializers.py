@@ -1,3 +1,5 @@
+import re
+import zoneinfo
 from email.utils import parseaddr
 from typing import Any
 
@@ -6,6 +8,7 @@ from django.core.validators import validate_email
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.api.durations import parse_duration
 from config.api.serializers import StrictCharField, StrictSerializer, at_least_one_member
 from config.runtime.clock import iso_utc
 from tenancy.models import EmailNormalization, Project
@@ -26,6 +29,9 @@ POLICY_NAMES = (
     "event_retry_factor",
     "event_retry_cap_seconds",
     "event_retry_max_attempts",
+    "frequency_caps",
+    "quiet_hours",
+    "default_timezone",
 )
 
 
@@ -50,6 +56,69 @@ def project_data(project: Project) -> dict[str, Any]:
     }
 
 
+# The channels a frequency cap counts (messaging's `Channel`, spelt here: tenancy sits below).
+CAP_CHANNELS = (("email", "Email"), ("push", "Push"))
+MAX_CAPS = 10
+_CLOCK_TIME = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
+
+
+class FrequencyCapSerializer(StrictSerializer):
+    """At most `max` messages of `channel` to one contact in any `per` (sliding)."""
+
+    channel = serializers.ChoiceField(choices=CAP_CHANNELS)
+    max = serializers.IntegerField(min_value=1, max_value=10000)
+    per = StrictCharField(
+        max_length=40, help_text="An ISO 8601 duration (`PT1H`, `P1D`, `P1W`), 1 s to 366 days."
+    )
+
+    def validate_per(self, value: str) -> str:
+        if parse_duration(value) is None:
+            raise serializers.ValidationError(
+                "Must be an ISO 8601 duration in weeks, days, hours, minutes and seconds, "
+                "from one second to 366 days, such as `PT1H`, `P1D` or `P1W`.",
+                code="invalid_duration",
+            )
+        return value
+
+
+class QuietHoursSerializer(StrictSerializer):
+    """A daily window, in the contact's time zone, in which sends wait for its end."""
+
+    start = StrictCharField(max_length=5, help_text="`HH:MM`, 24-hour clock.")
+    end = StrictCharField(max_length=5, help_text="`HH:MM`; before `start`: past midnight.")
+
+    def _clock(self, value: str) -> str:
+        if not _CLOCK_TIME.fullmatch(value):
+            raise serializers.ValidationError(
+                "Must be a time of day `HH:MM` (00:00 to 23:59).", code="invalid_time"
+            )
+        return value
+
+    def validate_start(self, value: str) -> str:
+        return self._clock(value)
+
+    def validate_end(self, value: str) -> str:
+        return self._clock(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["start"] == attrs["end"]:
+            raise serializers.ValidationError(
+                {"end": ["Must differ from `start` (an empty window is `null`)."]}
+            )
+        return attrs
+
+
+def valid_time_zone(value: str) -> bool:
+    """Whether `value` is an IANA time zone name this service knows."""
+    if value.startswith(("/", ".")) or ".." in value:
+        return False
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True
+
+
 class PoliciesSerializer(serializers.Serializer[Any]):
     event_payload_limit_bytes = serializers.IntegerField(min_value=1024, max_value=1048576)
     contact_fields_limit_bytes = serializers.IntegerField(min_value=1024, max_value=1048576)
@@ -68,6 +137,11 @@ class PoliciesSerializer(serializers.Serializer[Any]):
     event_retry_factor = serializers.FloatField(allow_null=True, min_value=1, max_value=10)
     event_retry_cap_seconds = serializers.FloatField(allow_null=True, min_value=1, max_value=86400)
     event_retry_max_attempts = serializers.IntegerField(allow_null=True, min_value=1, max_value=50)
+    frequency_caps = serializers.ListField(child=FrequencyCapSerializer(), max_length=MAX_CAPS)
+    quiet_hours = QuietHoursSerializer(allow_null=True)
+    default_timezone = StrictCharField(
+        max_length=64, help_text="An IANA time zone name (`Europe/Berlin`); `UTC` by default."
+    )
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         data = super().to_representation(instance)
@@ -86,6 +160,25 @@ class PoliciesInputSerializer(StrictSerializer, PoliciesSerializer):
             raise serializers.ValidationError(
                 "Must be an address, optionally with a name: `Name <a@b.c>`."
             ) from None
+        return value
+
+    def validate_default_timezone(self, value: str) -> str:
+        if not valid_time_zone(value):
+            raise serializers.ValidationError(
+                "Must be an IANA time zone name, such as `UTC` or `Europe/Berlin`.",
+                code="invalid_time_zone",
+            )
+        return value
+
+    def validate_frequency_caps(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        seen = set()
+        for cap in value:
+            key = (cap["channel"], parse_duration(cap["per"]))
+            if key in seen:
+                raise serializers.ValidationError(
+                    "Two caps of one channel have the same `per`.", code="duplicate_cap"
+                )
+            seen.add(key)
         return value
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

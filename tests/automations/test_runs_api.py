@@ -130,6 +130,7 @@ def test_a_run_shows_its_timeline_waits_and_linked_sends(automations, automation
             "email_id": str(email.id),
             "push_id": None,
             "outcome": None,
+            "resume_at": None,
             "rendered": None,
         },
         {
@@ -142,6 +143,7 @@ def test_a_run_shows_its_timeline_waits_and_linked_sends(automations, automation
             "email_id": None,
             "push_id": str(push_id),
             "outcome": None,
+            "resume_at": None,
             "rendered": None,
         },
         {
@@ -154,6 +156,7 @@ def test_a_run_shows_its_timeline_waits_and_linked_sends(automations, automation
             "email_id": None,
             "push_id": None,
             "outcome": None,
+            "resume_at": None,
             "rendered": None,
         },
     ]

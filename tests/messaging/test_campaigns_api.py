@@ -29,6 +29,7 @@ SHAPE = {
     "app_id",
     "from",
     "scheduled_at",
+    "transactional",
     "recipient_count",
     "review_note",
     "submitted_at",

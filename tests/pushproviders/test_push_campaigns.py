@@ -205,3 +205,57 @@ def test_a_push_campaign_is_not_found_under_campaigns(push, client, template_id,
 
     assert response.status_code == 404
     assert read(push, campaign_id)["status"] == "approved"
+
+
+def test_push_campaigns_wait_for_quiet_hours_to_end_and_skip_capped_contacts(
+    push, client, template_id, audience, fcm, apns, clock
+):
+    policy = {
+        "frequency_caps": [{"channel": "push", "max": 1, "per": "P1D"}],
+        # 12:00 UTC: inside in UTC; 21:00 in Tokyo, where Grace lives, is outside.
+        "quiet_hours": {"start": "11:00", "end": "13:00"},
+    }
+    assert push.api.patch("/project", {"policies": policy}, key=push.key).status_code == 200
+    grace = audience.memberships.get(contact__fields__first_name="Grace").contact
+    grace.fields = {**grace.fields, "timezone": "Asia/Tokyo"}
+    grace.save(update_fields=["fields"])
+
+    first = approved_campaign(push, client, template_id, audience)
+    send(push, first)
+    assert campaign_fanout_batch() == 1
+    assert push_deliver_batch() == 1
+    assert (len(fcm.messages), len(apns.delivered)) == (0, 1)
+    held = PushDelivery.objects.get(platform="fcm")
+    assert held.next_attempt_at.isoformat() == "2026-01-01T13:00:00+00:00"
+
+    clock.advance(hours=1)
+    assert push_deliver_batch() == 1
+    assert (len(fcm.messages), len(apns.delivered)) == (1, 1)
+
+    second = approved_campaign(push, client, template_id, audience)
+    send(push, second)
+    assert campaign_fanout_batch() == 1
+    assert push_deliver_batch() == 0
+    reasons = sorted(
+        CampaignRecipient.objects.filter(campaign_id=second).values_list("reason", flat=True)
+    )
+    assert reasons == ["capped", "capped", "no_installation"]
+    assert read(push, second)["stats"]["suppressed"] == 3
+
+
+def test_push_send_and_push_tests_bypass_caps_and_quiet_hours(push, audience, fcm):
+    policy = {
+        "frequency_caps": [{"channel": "push", "max": 1, "per": "P1D"}],
+        "quiet_hours": {"start": "00:00", "end": "23:59"},
+    }
+    assert push.api.patch("/project", {"policies": policy}, key=push.key).status_code == 200
+    ada = audience.memberships.get(contact__fields__first_name="Ada").contact
+    for n in range(2):
+        response = push.send({"contact_id": str(ada.id), "title": f"Receipt {n}", "body": "Paid"})
+        assert response.status_code == 202, response.content
+    installation = PushDelivery.objects.filter(message__contact_id=ada.id).first().installation
+    tested = push.api.post("/push/tests", {"installation_id": str(installation.id)}, key=push.key)
+    assert tested.status_code == 202, tested.content
+    while push_deliver_batch():
+        pass
+    assert len(fcm.messages) == 3

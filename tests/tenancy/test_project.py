@@ -52,6 +52,9 @@ def test_project_answers_are_what_the_documenting_serializer_writes(api, world):
         "event_retry_factor": 3.0,
         "event_retry_cap_seconds": 120.0,
         "event_retry_max_attempts": 4,
+        "frequency_caps": [{"channel": "email", "max": 3, "per": "P1D"}],
+        "quiet_hours": {"start": "22:00", "end": "07:00"},
+        "default_timezone": "America/New_York",
     }
     for policies in ({}, changed):
         if policies:

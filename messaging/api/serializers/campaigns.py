@@ -48,6 +48,11 @@ class _CampaignCreate(StrictSerializer):
         help_text="When sending starts once approved and sent (future, with an offset); "
         "null: at once.",
     )
+    transactional = serializers.BooleanField(
+        required=False,
+        help_text="True: messages ignore the project's frequency caps and quiet hours (never "
+        "suppression) and are not counted against the caps. Default false.",
+    )
 
 
 class EmailCampaignCreateSerializer(_CampaignCreate):
@@ -75,6 +80,7 @@ class _CampaignUpdate(StrictSerializer):
         required=False, help_text="Send to this topic instead (clears `audience_id`)."
     )
     scheduled_at = serializers.DateTimeField(required=False, allow_null=True)
+    transactional = serializers.BooleanField(required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:
@@ -126,6 +132,9 @@ class CampaignSerializer(serializers.Serializer[Any]):
     app_id = serializers.UUIDField(allow_null=True)
     # Declared as `from` below.
     scheduled_at = serializers.DateTimeField(allow_null=True)
+    transactional = serializers.BooleanField(
+        help_text="Sent past the project's frequency caps and quiet hours."
+    )
     recipient_count = serializers.IntegerField(
         allow_null=True, help_text="Recipients counted at approval; null before."
     )

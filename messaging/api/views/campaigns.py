@@ -116,6 +116,7 @@ class CampaignListView(CampaignView):
             app_ref=body.get("app_id"),
             from_email=body.get("from"),
             scheduled_at=body.get("scheduled_at"),
+            transactional=body.get("transactional", False),
         )
         return Response(campaign_data(campaign), status=201)
 
