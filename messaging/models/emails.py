@@ -121,20 +121,16 @@ class Email(models.Model):
     bounced_at = models.DateTimeField(null=True, blank=True)
     complained_at = models.DateTimeField(null=True, blank=True)
 
-    # --- Idempotency (`Idempotency-Key`, 24 h): the key and a hash of the request body,
-    # so a repeat with another body is a conflict. ---
+    # --- Idempotency (`Idempotency-Key`, 24 h): the key the email was sent with (its
+    # `EmailKey` holds it unique per project) and a hash of the request body, so a
+    # repeat with another body is a conflict. ---
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     request_fingerprint = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         constraints = [
-            # Concurrent requests with one key race against this index: one insert wins,
-            # the others wait for it and return the winner.
-            models.UniqueConstraint(
-                fields=["project", "idempotency_key"],
-                condition=models.Q(idempotency_key__isnull=False),
-                name="email_idempotency_key_unique",
-            ),
+            # The key is unique per project by `EmailKey` (below), not here: an index of a
+            # table partitioned by time holds the time column, so is unique per month.
             # A campaign emails a contact at most once, however often a fan-out batch
             # runs (the batch also reads it to leave out the contacts it already reached).
             models.UniqueConstraint(
@@ -176,6 +172,40 @@ class Email(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject or '(no subject)'} -> {', '.join(self.to)}"
+
+
+class EmailKey(models.Model):
+    """An `Idempotency-Key` used in a project and the email it made: one per project and
+    key whatever the email's time (a unique index on the emails table would hold its
+    partition key, so be unique per month only). Written in the email's transaction,
+    before it: concurrent requests with one key race on this row's unique index, one
+    insert wins and the others wait for it, then return the winner."""
+
+    email = models.OneToOneField(
+        Email,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        # A foreign key to a table partitioned by time must name its whole primary key
+        # (id, created_at); Django's `on_delete` deletes the key with its email.
+        db_constraint=False,
+        related_name="+",
+    )
+    # Indexed by the unique constraint, which it leads.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, db_index=False, related_name="+")
+    idempotency_key = models.CharField(max_length=255)
+    # The email's `created_at`: whether the key is still in its window, and the email's
+    # partition for the lookup.
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "idempotency_key"], name="email_key_one_per_project"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.idempotency_key
 
 
 # The email's keys whose target is the same for every email of a bulk write (a campaign's
