@@ -85,9 +85,11 @@ class Email(models.Model):
         db_index=False,
         db_constraint=False,
     )
-    # The campaign that made it (its fan-out); a canceled campaign's queued emails are
-    # not sent. Indexed by `email_campaign_contact_unique` and `email_campaign_status_idx`,
-    # which start with it (a campaign id, compared, implies their `IS NOT NULL`).
+    # The campaign that made it (its fan-out, which writes the contact's
+    # `CampaignRecipient` row with it: that row's key emails a contact once per
+    # campaign); a canceled campaign's queued emails are not sent. Indexed by
+    # `email_campaign_status_idx`, which starts with it (a campaign id, compared, implies
+    # its `IS NOT NULL`).
     campaign = models.ForeignKey(
         "messaging.Campaign",
         on_delete=models.SET_NULL,
@@ -128,17 +130,10 @@ class Email(models.Model):
     request_fingerprint = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
-        constraints = [
-            # The key is unique per project by `EmailKey` (below), not here: an index of a
-            # table partitioned by time holds the time column, so is unique per month.
-            # A campaign emails a contact at most once, however often a fan-out batch
-            # runs (the batch also reads it to leave out the contacts it already reached).
-            models.UniqueConstraint(
-                fields=["campaign", "contact"],
-                condition=models.Q(campaign__isnull=False),
-                name="email_campaign_contact_unique",
-            ),
-        ]
+        # No unique key here: a unique index of a table partitioned by time holds the
+        # time column, so is unique per month only. The idempotency key is unique per
+        # project by `EmailKey` (below); a campaign emails a contact at most once by its
+        # `CampaignRecipient` row, written with the email.
         indexes = [
             # Serves the cursor listing of a project's emails.
             models.Index(fields=["project", "created_at", "id"], name="email_created_idx"),

@@ -12,11 +12,13 @@ work each in one transaction:
    suppressed addresses and contacts without an address (email) are skipped.
 3. A batch runs at most once at a time (the kit locks its row and checks the claim in
    the batch's transaction) and reads what an earlier run of it committed: the range's
-   contacts this campaign already emailed (its email carries the unique (campaign,
-   contact) key) or skipped (a `CampaignRecipient` row). Only the others go on, so a
-   batch redone after a worker died (its lease ran out) sends nobody a second message
-   and counts nobody twice; the unique keys stand behind the read.
-4. Skipped contacts get a recipient row saying why. Emails are rendered from the version
+   contacts this campaign already emailed or skipped (each has a `CampaignRecipient`
+   row). Only the others go on, so a batch redone after a worker died (its lease ran
+   out) sends nobody a second message and counts nobody twice; the recipients' unique
+   (campaign, contact) key stands behind the read (not the emails': their table is
+   partitioned by time, where a unique key would be unique per month only).
+4. Every contact gets a recipient row, written with its email (in one COPY before the
+   emails), or saying why it was skipped. Emails are rendered from the version
    frozen at approval (`EmailRenderer`: what each contact alone would get, for less
    work per contact) and stored with their delivery jobs by the bulk email writer
    (messaging/services/email_store.py: COPY; the email queue is woken after commit).
@@ -53,7 +55,6 @@ from messaging.models import (
     CampaignRecipient,
     CampaignStatus,
     Channel,
-    Email,
     EmailStatus,
     RecipientStatus,
     SkipReason,
@@ -218,32 +219,33 @@ def _range_condition(column: str, batch: CampaignFanout) -> tuple[str, list[Any]
 
 def _handled(campaign: Campaign, batch: CampaignFanout) -> set[uuid.UUID]:
     """The contacts of the batch's range that an earlier run of the batch emailed or
-    skipped: one scan of each table's (campaign, contact) key, empty on a first run."""
-    emails = connection.ops.quote_name(Email._meta.db_table)
+    skipped: one scan of the recipients' (campaign, contact) key, empty on a first run."""
     recipients = connection.ops.quote_name(CampaignRecipient._meta.db_table)
     within, bounds = _range_condition("contact_id", batch)
     with connection.cursor() as cursor:
         cursor.execute(
             # S608: names from the models.
-            f"SELECT contact_id FROM {emails} WHERE campaign_id = %s{within} "  # noqa: S608
-            f"UNION ALL SELECT contact_id FROM {recipients} WHERE campaign_id = %s{within}",
-            [campaign.pk, *bounds, campaign.pk, *bounds],
+            f"SELECT contact_id FROM {recipients} WHERE campaign_id = %s{within}",  # noqa: S608
+            [campaign.pk, *bounds],
         )
         return {row[0] for row in cursor.fetchall()}
 
 
-def _skipped_insert(campaign: Campaign, skip: dict[uuid.UUID, str]) -> None:
-    """A recipient row per skipped contact (by COPY: the caller left out those that have
-    one)."""
+def _email_recipients_insert(
+    campaign: Campaign, skip: dict[uuid.UUID, str], reach: Sequence[Candidate | Contact]
+) -> None:
+    """A recipient row per skipped contact (with its reason) and per contact about to be
+    emailed (by COPY: the caller left out those that have one; a contact that got one
+    meanwhile breaks the unique key, and the batch's transaction writes nothing)."""
+    queued, suppressed = RecipientStatus.QUEUED.value, RecipientStatus.SUPPRESSED.value
     copy_insert(
         CampaignRecipient,
-        ("contact", "reason"),
-        skip.items(),
-        constants={
-            "campaign": campaign.pk,
-            "status": RecipientStatus.SUPPRESSED,
-            "created_at": clock.now(),
-        },
+        ("contact", "status", "reason"),
+        [
+            *((pk, suppressed, reason) for pk, reason in skip.items()),
+            *((contact.pk, queued, "") for contact in reach),
+        ],
+        constants={"campaign": campaign.pk, "created_at": clock.now()},
     )
 
 
@@ -394,8 +396,8 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
         for contact in contacts:
             if contact.pk not in skip and contact.email in listed:
                 skip[contact.pk] = SkipReason.SUPPRESSED
-        _skipped_insert(campaign, skip)
         reach = [contact for contact in contacts if contact.pk not in skip]
+        _email_recipients_insert(campaign, skip, reach)
         return _emails_create(campaign, reach), len(skip)
     new = _recipients_insert(
         campaign,
