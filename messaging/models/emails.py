@@ -6,6 +6,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from config.db.ids import uuid7
 from config.runtime import clock
 from config.workqueue.models import WorkItem, dead_letter_index, due_index, lease_index
 from messaging.models.templates import MessageTemplate, TemplateVersion
@@ -22,11 +23,22 @@ class EmailStatus(models.TextChoices):
     SUPPRESSED = "suppressed"
 
 
+def email_id_new() -> uuid.UUID:
+    """A new email's id: version 7, of the clock's now (what `created_at` defaults to)."""
+    return uuid7(at=clock.now())
+
+
 class Email(models.Model):
     """One message as requested (`POST /emails`, template tests, automations) and what
-    became of it. Content is stored rendered, so a resend or a preview shows what went out."""
+    became of it. Content is stored rendered, so a resend or a preview shows what went out.
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    The table is partitioned by `created_at` (a partition per month, made ahead by the
+    partition kit; migration 0014); its primary key is (id, created_at). The id carries
+    the millisecond of `created_at` (senders make both from one clock reading), so a read
+    by id names that millisecond too and looks in one partition
+    (`messaging.selectors.emails.email_by_id`)."""
+
+    id = models.UUIDField(primary_key=True, default=email_id_new, editable=False)
     # Indexed by `email_created_idx`, which starts with it. This key and those of the
     # template, version, topic and campaign are checked once per statement instead of
     # once per row (see `REFERENCES_CHECKED` below).
@@ -227,7 +239,14 @@ class EmailDelivery(WorkItem):
     kit's claim, lease, retries and dead-letter; the outcome lands on the email."""
 
     email = models.OneToOneField(
-        Email, on_delete=models.CASCADE, primary_key=True, related_name="delivery"
+        Email,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="delivery",
+        # A foreign key to the emails table, partitioned by time, must name its whole
+        # primary key (id, created_at); the email and its job are written together, and
+        # Django's `on_delete` deletes the job with its email.
+        db_constraint=False,
     )
     created_at = models.DateTimeField(default=clock.now, editable=False)
 
@@ -280,7 +299,14 @@ class CapturedMessage(models.Model):
     id = models.BigAutoField(primary_key=True)
     # The email it was made from (its `X-Email-Id` header); null for other mail.
     email = models.ForeignKey(
-        Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="captures"
+        Email,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="captures",
+        # A foreign key to the emails table, partitioned by time, must name its whole
+        # primary key (id, created_at); Django's `on_delete` clears it when the email goes.
+        db_constraint=False,
     )
     envelope_from = models.CharField(max_length=320)
     envelope_to = models.JSONField(default=list)
