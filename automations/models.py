@@ -292,7 +292,15 @@ class RunStep(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(null=True, blank=True)
     email = models.ForeignKey(
-        Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="automation_steps"
+        Email,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="automation_steps",
+        # A foreign key to the emails table, partitioned by time, must name its whole
+        # primary key (id, created_at); Django's `on_delete` clears it when the email goes
+        # (its index serves that). Dropping a partition of steps leaves emails alone.
+        db_constraint=False,
     )
     # The push message a send_push step made (push messages keep their own table).
     push_id = models.UUIDField(null=True, blank=True)

@@ -4,6 +4,7 @@ from django.apps import AppConfig
 from config.registries.agenttools import register_agent_tools
 from config.registries.console import register_dashboard_section
 from config.registries.hooks import ByPath
+from config.registries.partitions import PartitionedTable, register_partitioned_table
 from config.registries.systemevents import SystemEventType, register_system_event_types
 from contacts.hooks import register_timeline_source
 from tenancy.preparedactions.registry import Operation, register
@@ -14,6 +15,16 @@ tracking.connect(
     ByPath("messaging.webhooks.receivers.esp_tracking_received"),
     weak=False,
     dispatch_uid="messaging.esp_tracking_received",
+)
+
+# Emails are partitioned by their time; there is no retention policy for them yet, so
+# their partitions are made ahead and none is dropped.
+register_partitioned_table(
+    PartitionedTable(
+        table="messaging_email",
+        column="created_at",
+        retention_days="messaging.services.email_retention.emails_retention_days",
+    )
 )
 
 # A contact's emails on its timeline in the staff console, and the campaigns waiting for

@@ -6,18 +6,23 @@ checkpoint writes that page's full image to the WAL again, so ingest slows as th
 grows. A version 7 key starts with the millisecond it was made, so new keys go to the
 right edge of the index, as a sequence's would, and stay unguessable (74 random bits)."""
 
+import datetime as dt
 import os
 import time
 import uuid
 
 _RANDOM_A_BITS = 12
 _RANDOM_B_BITS = 62
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MILLISECOND = dt.timedelta(milliseconds=1)
 
 
-def uuid7() -> uuid.UUID:
-    """A version 7 UUID: 48 bits of Unix milliseconds, then random bits. Keys made in one
-    millisecond are in no particular order among themselves."""
-    milliseconds = time.time_ns() // 1_000_000
+def uuid7(at: dt.datetime | None = None) -> uuid.UUID:
+    """A version 7 UUID: 48 bits of Unix milliseconds (of `at`, an aware datetime, else
+    now), then random bits. Keys made in one millisecond are in no particular order among
+    themselves."""
+    now = time.time_ns() // 1_000_000
+    milliseconds = now if at is None else (at - _EPOCH) // _MILLISECOND
     random = int.from_bytes(os.urandom(10), "big")
     random_a = random >> (80 - _RANDOM_A_BITS)
     random_b = random & ((1 << _RANDOM_B_BITS) - 1)
@@ -25,3 +30,12 @@ def uuid7() -> uuid.UUID:
         (milliseconds & ((1 << 48) - 1)) << 80 | 0x7 << 76 | random_a << 64 | 0b10 << 62 | random_b
     )
     return uuid.UUID(int=value)
+
+
+def uuid7_span(value: uuid.UUID) -> tuple[dt.datetime, dt.datetime] | None:
+    """The millisecond [start, end) a version 7 UUID was made for (`uuid7(at=...)`: the
+    one `at` falls in); None for another version, which carries no time."""
+    if value.version != 7:
+        return None
+    start = _EPOCH + (value.int >> 80) * _MILLISECOND
+    return start, start + _MILLISECOND

@@ -16,6 +16,7 @@ from messaging.models.emails import (
     DeadLetteredEmailDelivery,
     Email,
     EmailDelivery,
+    EmailKey,
     EmailStatus,
     EspEventReceipt,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "DomainStatus",
     "Email",
     "EmailDelivery",
+    "EmailKey",
     "EmailStatus",
     "EspEventReceipt",
     "MessageTemplate",

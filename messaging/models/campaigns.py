@@ -151,7 +151,8 @@ class CampaignAwaitingReview(Campaign):
 
 
 class RecipientStatus(models.TextChoices):
-    # A push message was made for the contact (its own status says what became of it).
+    # A message (an email, a push message) was made for the contact (its own status says
+    # what became of it).
     QUEUED = "queued"
     # Skipped: `reason` says why (suppressed address, unsubscribed, no address or device).
     SUPPRESSED = "suppressed"
@@ -167,10 +168,10 @@ class SkipReason(models.TextChoices):
 
 
 class CampaignRecipient(models.Model):
-    """A contact the campaign skipped (any campaign) or sent a push message to (push
-    campaigns): with the email campaign's own key on `Email` (campaign, contact), what
-    lets a fan-out batch be redone without a second message to anyone, or a skipped
-    contact counted twice. An email campaign's reached contacts have their email alone."""
+    """A contact the campaign skipped or made a message for (an email or a push message):
+    what lets a fan-out batch be redone without a second message to anyone, or a skipped
+    contact counted twice. It holds each campaign's contacts unique for emails too, whose
+    table, partitioned by time, cannot."""
 
     id = models.BigAutoField(primary_key=True)
     # Indexed by `campaign_recipient_one_per_contact`, which starts with it.
@@ -186,7 +187,7 @@ class CampaignRecipient(models.Model):
 
     class Meta:
         constraints = [
-            # Each contact is skipped (or sent a push message) at most once per campaign,
+            # Each contact is skipped (or sent a message) at most once per campaign,
             # however often a batch runs; its index also serves the per-campaign counts.
             models.UniqueConstraint(
                 fields=["campaign", "contact"], name="campaign_recipient_one_per_contact"

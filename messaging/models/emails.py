@@ -6,6 +6,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from config.db.ids import uuid7
 from config.runtime import clock
 from config.workqueue.models import WorkItem, dead_letter_index, due_index, lease_index
 from messaging.models.templates import MessageTemplate, TemplateVersion
@@ -22,11 +23,22 @@ class EmailStatus(models.TextChoices):
     SUPPRESSED = "suppressed"
 
 
+def email_id_new() -> uuid.UUID:
+    """A new email's id: version 7, of the clock's now (what `created_at` defaults to)."""
+    return uuid7(at=clock.now())
+
+
 class Email(models.Model):
     """One message as requested (`POST /emails`, template tests, automations) and what
-    became of it. Content is stored rendered, so a resend or a preview shows what went out."""
+    became of it. Content is stored rendered, so a resend or a preview shows what went out.
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    The table is partitioned by `created_at` (a partition per month, made ahead by the
+    partition kit; migration 0014); its primary key is (id, created_at). The id carries
+    the millisecond of `created_at` (senders make both from one clock reading), so a read
+    by id names that millisecond too and looks in one partition
+    (`messaging.selectors.emails.email_by_id`)."""
+
+    id = models.UUIDField(primary_key=True, default=email_id_new, editable=False)
     # Indexed by `email_created_idx`, which starts with it. This key and those of the
     # template, version, topic and campaign are checked once per statement instead of
     # once per row (see `REFERENCES_CHECKED` below).
@@ -85,9 +97,11 @@ class Email(models.Model):
         db_index=False,
         db_constraint=False,
     )
-    # The campaign that made it (its fan-out); a canceled campaign's queued emails are
-    # not sent. Indexed by `email_campaign_contact_unique` and `email_campaign_status_idx`,
-    # which start with it (a campaign id, compared, implies their `IS NOT NULL`).
+    # The campaign that made it (its fan-out, which writes the contact's
+    # `CampaignRecipient` row with it: that row's key emails a contact once per
+    # campaign); a canceled campaign's queued emails are not sent. Indexed by
+    # `email_campaign_status_idx`, which starts with it (a campaign id, compared, implies
+    # its `IS NOT NULL`).
     campaign = models.ForeignKey(
         "messaging.Campaign",
         on_delete=models.SET_NULL,
@@ -121,28 +135,17 @@ class Email(models.Model):
     bounced_at = models.DateTimeField(null=True, blank=True)
     complained_at = models.DateTimeField(null=True, blank=True)
 
-    # --- Idempotency (`Idempotency-Key`, 24 h): the key and a hash of the request body,
-    # so a repeat with another body is a conflict. ---
+    # --- Idempotency (`Idempotency-Key`, 24 h): the key the email was sent with (its
+    # `EmailKey` holds it unique per project) and a hash of the request body, so a
+    # repeat with another body is a conflict. ---
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     request_fingerprint = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
-        constraints = [
-            # Concurrent requests with one key race against this index: one insert wins,
-            # the others wait for it and return the winner.
-            models.UniqueConstraint(
-                fields=["project", "idempotency_key"],
-                condition=models.Q(idempotency_key__isnull=False),
-                name="email_idempotency_key_unique",
-            ),
-            # A campaign emails a contact at most once, however often a fan-out batch
-            # runs (the batch also reads it to leave out the contacts it already reached).
-            models.UniqueConstraint(
-                fields=["campaign", "contact"],
-                condition=models.Q(campaign__isnull=False),
-                name="email_campaign_contact_unique",
-            ),
-        ]
+        # No unique key here: a unique index of a table partitioned by time holds the
+        # time column, so is unique per month only. The idempotency key is unique per
+        # project by `EmailKey` (below); a campaign emails a contact at most once by its
+        # `CampaignRecipient` row, written with the email.
         indexes = [
             # Serves the cursor listing of a project's emails.
             models.Index(fields=["project", "created_at", "id"], name="email_created_idx"),
@@ -178,6 +181,40 @@ class Email(models.Model):
         return f"{self.subject or '(no subject)'} -> {', '.join(self.to)}"
 
 
+class EmailKey(models.Model):
+    """An `Idempotency-Key` used in a project and the email it made: one per project and
+    key whatever the email's time (a unique index on the emails table would hold its
+    partition key, so be unique per month only). Written in the email's transaction,
+    before it: concurrent requests with one key race on this row's unique index, one
+    insert wins and the others wait for it, then return the winner."""
+
+    email = models.OneToOneField(
+        Email,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        # A foreign key to a table partitioned by time must name its whole primary key
+        # (id, created_at); Django's `on_delete` deletes the key with its email.
+        db_constraint=False,
+        related_name="+",
+    )
+    # Indexed by the unique constraint, which it leads.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, db_index=False, related_name="+")
+    idempotency_key = models.CharField(max_length=255)
+    # The email's `created_at`: whether the key is still in its window, and the email's
+    # partition for the lookup.
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "idempotency_key"], name="email_key_one_per_project"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.idempotency_key
+
+
 # The email's keys whose target is the same for every email of a bulk write (a campaign's
 # fan-out batch, an automation's batch): (column, referenced table). PostgreSQL checks a
 # foreign key once per inserted row, a lookup and a `FOR KEY SHARE` lock of the same
@@ -202,7 +239,14 @@ class EmailDelivery(WorkItem):
     kit's claim, lease, retries and dead-letter; the outcome lands on the email."""
 
     email = models.OneToOneField(
-        Email, on_delete=models.CASCADE, primary_key=True, related_name="delivery"
+        Email,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="delivery",
+        # A foreign key to the emails table, partitioned by time, must name its whole
+        # primary key (id, created_at); the email and its job are written together, and
+        # Django's `on_delete` deletes the job with its email.
+        db_constraint=False,
     )
     created_at = models.DateTimeField(default=clock.now, editable=False)
 
@@ -255,7 +299,14 @@ class CapturedMessage(models.Model):
     id = models.BigAutoField(primary_key=True)
     # The email it was made from (its `X-Email-Id` header); null for other mail.
     email = models.ForeignKey(
-        Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="captures"
+        Email,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="captures",
+        # A foreign key to the emails table, partitioned by time, must name its whole
+        # primary key (id, created_at); Django's `on_delete` clears it when the email goes.
+        db_constraint=False,
     )
     envelope_from = models.CharField(max_length=320)
     envelope_to = models.JSONField(default=list)

@@ -12,11 +12,13 @@ work each in one transaction:
    suppressed addresses and contacts without an address (email) are skipped.
 3. A batch runs at most once at a time (the kit locks its row and checks the claim in
    the batch's transaction) and reads what an earlier run of it committed: the range's
-   contacts this campaign already emailed (its email carries the unique (campaign,
-   contact) key) or skipped (a `CampaignRecipient` row). Only the others go on, so a
-   batch redone after a worker died (its lease ran out) sends nobody a second message
-   and counts nobody twice; the unique keys stand behind the read.
-4. Skipped contacts get a recipient row saying why. Emails are rendered from the version
+   contacts this campaign already emailed or skipped (each has a `CampaignRecipient`
+   row). Only the others go on, so a batch redone after a worker died (its lease ran
+   out) sends nobody a second message and counts nobody twice; the recipients' unique
+   (campaign, contact) key stands behind the read (not the emails': their table is
+   partitioned by time, where a unique key would be unique per month only).
+4. Every contact gets a recipient row, written with its email (in one COPY before the
+   emails), or saying why it was skipped. Emails are rendered from the version
    frozen at approval (`EmailRenderer`: what each contact alone would get, for less
    work per contact) and stored with their delivery jobs by the bulk email writer
    (messaging/services/email_store.py: COPY; the email queue is woken after commit).
@@ -39,6 +41,7 @@ from typing import Any, NamedTuple, cast
 from django.db import connection, transaction
 
 from config.db.copy import RawJson
+from config.db.ids import uuid7
 from config.runtime import clock
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
@@ -54,7 +57,6 @@ from messaging.models import (
     CampaignRecipient,
     CampaignStatus,
     Channel,
-    Email,
     EmailStatus,
     RecipientStatus,
     SkipReason,
@@ -62,8 +64,8 @@ from messaging.models import (
 from messaging.selectors.campaigns import campaign_candidates
 from messaging.services.campaign_progress import campaigns_finish
 from messaging.services.campaign_recipients import (
+    email_recipients_insert,
     recipients_insert,
-    skipped_insert,
     suppressed_addresses,
 )
 from messaging.services.campaigns import Actor, campaign_history_record
@@ -196,16 +198,14 @@ def _range_condition(column: str, batch: CampaignFanout) -> tuple[str, list[Any]
 
 def _handled(campaign: Campaign, batch: CampaignFanout) -> set[uuid.UUID]:
     """The contacts of the batch's range that an earlier run of the batch emailed or
-    skipped: one scan of each table's (campaign, contact) key, empty on a first run."""
-    emails = connection.ops.quote_name(Email._meta.db_table)
+    skipped: one scan of the recipients' (campaign, contact) key, empty on a first run."""
     recipients = connection.ops.quote_name(CampaignRecipient._meta.db_table)
     within, bounds = _range_condition("contact_id", batch)
     with connection.cursor() as cursor:
         cursor.execute(
             # S608: names from the models.
-            f"SELECT contact_id FROM {emails} WHERE campaign_id = %s{within} "  # noqa: S608
-            f"UNION ALL SELECT contact_id FROM {recipients} WHERE campaign_id = %s{within}",
-            [campaign.pk, *bounds, campaign.pk, *bounds],
+            f"SELECT contact_id FROM {recipients} WHERE campaign_id = %s{within}",  # noqa: S608
+            [campaign.pk, *bounds],
         )
         return {row[0] for row in cursor.fetchall()}
 
@@ -250,8 +250,11 @@ def _emails_create(
     due: dict[str, dt.datetime] = {}
     reached: list[uuid.UUID] = []
     why: str | None
+    # One instant for the batch: each id carries it, as `created_at` (reads by id find
+    # the email's partition).
+    now = clock.now()
     for contact in contacts:
-        email_id = uuid.uuid4()
+        email_id = uuid7(at=now)
         email_key = str(email_id)
         # `to` and `recipients` are the same one address.
         address = RawJson(json.dumps([contact.email or ""]))
@@ -289,7 +292,6 @@ def _emails_create(
                 why,
             )
         )
-    now = clock.now()
     emails_insert(
         columns=EMAIL_COLUMNS,
         rows=emails,
@@ -369,8 +371,8 @@ def campaign_fanout_run(*, campaign: Campaign, batch: CampaignFanout) -> tuple[i
         held = _held(campaign, Channel.EMAIL)
         capped = held.apply([(c.pk, c.fields) for c in contacts if c.pk not in skip])
         skip.update(dict.fromkeys(capped, SkipReason.CAPPED))
-        skipped_insert(campaign, skip)
         reach = [contact for contact in contacts if contact.pk not in skip]
+        email_recipients_insert(campaign, skip, reach)
         reached = _emails_create(campaign, reach, held=held.deferred())
         held.count(reached)
         return len(reached), len(skip)

@@ -3,6 +3,7 @@ for a batch's addresses (campaign_fanout.py): each one statement for the whole b
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import connection
 
@@ -39,21 +40,6 @@ def recipients_insert(
         return {row[0] for row in cursor.fetchall()}
 
 
-def skipped_insert(campaign: Campaign, skip: dict[uuid.UUID, str]) -> None:
-    """A recipient row per skipped contact (by COPY: the caller left out those that have
-    one)."""
-    copy_insert(
-        CampaignRecipient,
-        ("contact", "reason"),
-        skip.items(),
-        constants={
-            "campaign": campaign.pk,
-            "status": RecipientStatus.SUPPRESSED,
-            "created_at": clock.now(),
-        },
-    )
-
-
 def suppressed_addresses(campaign: Campaign, emails: Sequence[str]) -> set[str]:
     """The addresses of `emails` on the project's suppression list. Contacts keep their
     address in the project's normal form, the form the list keeps too."""
@@ -67,3 +53,23 @@ def suppressed_addresses(campaign: Campaign, emails: Sequence[str]) -> set[str]:
             [campaign.project_id, array_literal(emails)],
         )
         return {row[0] for row in cursor.fetchall()}
+
+
+def email_recipients_insert(
+    campaign: Campaign, skip: dict[uuid.UUID, str], reach: Sequence[Any]
+) -> None:
+    """A recipient row per skipped contact (with its reason) and per contact about to be
+    emailed (by COPY: the caller left out those that have one; a contact that got one
+    meanwhile breaks the unique key, and the batch's transaction writes nothing). The
+    emails table is partitioned by month, so this row, not the email, is what holds a
+    campaign to one email per contact."""
+    queued, suppressed = RecipientStatus.QUEUED.value, RecipientStatus.SUPPRESSED.value
+    copy_insert(
+        CampaignRecipient,
+        ("contact", "status", "reason"),
+        [
+            *((pk, suppressed, reason) for pk, reason in skip.items()),
+            *((contact.pk, queued, "") for contact in reach),
+        ],
+        constants={"campaign": campaign.pk, "created_at": clock.now()},
+    )

@@ -175,7 +175,8 @@ def _mark_sent_sql() -> str:
         # emails are then sent again. Waiting for the flush instead would cap each worker
         # at one message per disk sync.
         "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS commit_without_flush "
-        f"WHERE {columns['id']} = %s AND {status} = %s"
+        # The email's `created_at` too: the update looks in its partition alone.
+        f"WHERE {columns['id']} = %s AND {columns['created_at']} = %s AND {status} = %s"
     )
 
 
@@ -187,7 +188,7 @@ def _mark_sent(email: Email, sent: Sent) -> None:
     runs once per message, and the ORM's compiling and client-side binding of the same
     conditional update cost several times the statement itself."""
     sent_at = clock.now()
-    params = [EmailStatus.SENT.value, sent_at, sent.provider_message_id, email.pk]
+    params = [EmailStatus.SENT.value, sent_at, sent.provider_message_id, email.pk, email.created_at]
     with binary_cursor() as cursor:
         cursor.execute(_mark_sent_sql(), [*params, EmailStatus.QUEUED.value])
         updated = cursor.rowcount
@@ -254,7 +255,9 @@ class _Failures(BatchWork[EmailDelivery]):
         changes: dict[str, Any] = {"last_error": message}
         if final:
             changes["status"] = EmailStatus.FAILED
-        Email.objects.filter(pk=item.email_id, status=EmailStatus.QUEUED).update(**changes)
+        Email.objects.filter(
+            pk=item.email_id, created_at=item.email.created_at, status=EmailStatus.QUEUED
+        ).update(**changes)
 
 
 CAMPAIGN_CANCELED = "Not sent: the campaign was canceled before this email left the queue."
@@ -268,9 +271,9 @@ class _NotSent(BatchWork[EmailDelivery]):
         self.reason = reason
 
     def run(self, item: EmailDelivery) -> None:
-        Email.objects.filter(pk=item.email_id, status=EmailStatus.QUEUED).update(
-            status=EmailStatus.FAILED, last_error=self.reason
-        )
+        Email.objects.filter(
+            pk=item.email_id, created_at=item.email.created_at, status=EmailStatus.QUEUED
+        ).update(status=EmailStatus.FAILED, last_error=self.reason)
 
 
 def emails_deliver_batch() -> int:

@@ -8,6 +8,7 @@ from typing import Any
 from django.db import transaction
 
 from config.api.errors import ValidationFailed
+from config.db.ids import uuid7
 from config.runtime import clock
 from contacts.selectors import contact_list
 from messaging.models.emails import Email, EmailStatus
@@ -86,7 +87,15 @@ class EmailBatch:
             for address in (bare_address(each) for each in to)
             if self._suppressed[(project.pk, address)]
         }
-        email = NEW_EMAIL.make(**fields, **_addressed(to, suppressed), request_fingerprint="")
+        # The id carries the instant of `created_at`: reads by id find its partition.
+        now = clock.now()
+        email = NEW_EMAIL.make(
+            **fields,
+            **_addressed(to, suppressed),
+            request_fingerprint="",
+            id=uuid7(at=now),
+            created_at=now,
+        )
         # Counted once accepted; one to suppressed addresses only is not sent at all.
         queued = email.status == EmailStatus.QUEUED
         self._reservations.append(
@@ -109,8 +118,6 @@ class EmailBatch:
         if not emails:
             return []
         now = clock.now()
-        for email in emails:
-            email.created_at = now
         queued = [email for email in emails if email.status == EmailStatus.QUEUED]
         try:
             emails_insert_instances(emails, queued=queued, now=now)

@@ -18,11 +18,12 @@ from django.db import IntegrityError, transaction
 
 from config.api.errors import Conflict, IdempotencyConflict, Issue, ValidationFailed, or_404
 from config.db.fresh import Fresh
+from config.db.ids import uuid7
 from config.runtime import clock
 from contacts.models import Contact
 from contacts.selectors import contact_get
 from messaging.hooks import push_test_sender
-from messaging.models.emails import Email, EmailDelivery, EmailStatus
+from messaging.models.emails import Email, EmailDelivery, EmailKey, EmailStatus
 from messaging.models.templates import Channel, MessageTemplate, TemplateVersion
 from messaging.queue import EMAIL_QUEUE
 from messaging.selectors.suppressions import suppressed_among
@@ -269,12 +270,23 @@ def _prepare(
 def _store(prepared: Prepared, *, idempotency_key: str | None, fingerprint: str) -> Email:
     now = clock.now()
     with transaction.atomic():
-        email = Email.objects.create(
+        email = Email(
+            # The id carries the instant of `created_at`: reads by id find its partition.
+            id=uuid7(at=now),
             **prepared.fields,
             idempotency_key=idempotency_key,
             request_fingerprint=fingerprint if idempotency_key else "",
             created_at=now,
         )
+        if idempotency_key is not None:
+            # First: a concurrent request with the key waits here for this one's outcome.
+            EmailKey.objects.create(
+                email_id=email.pk,
+                project_id=email.project_id,
+                idempotency_key=idempotency_key,
+                created_at=now,
+            )
+        email.save(force_insert=True)
         if email.status == EmailStatus.QUEUED:
             EmailDelivery.objects.create(email=email, next_attempt_at=now, created_at=now)
             transaction.on_commit(EMAIL_QUEUE.wake)
@@ -282,7 +294,15 @@ def _store(prepared: Prepared, *, idempotency_key: str | None, fingerprint: str)
 
 
 def _by_key(project: Project, key: str) -> Email | None:
-    return Email.objects.filter(project=project, idempotency_key=key).first()
+    held = (
+        EmailKey.objects.filter(project=project, idempotency_key=key)
+        .values_list("email_id", "created_at")
+        .first()
+    )
+    if held is None:
+        return None
+    # The email's time too: the lookup reads its partition alone.
+    return Email.objects.filter(pk=held[0], created_at=held[1]).first()
 
 
 def _replayed(email: Email, fingerprint: str) -> Email:
@@ -308,9 +328,9 @@ def email_send(
             if existing.created_at > clock.now() - IDEMPOTENCY_WINDOW:
                 return _replayed(existing, fingerprint), False
             # The key has expired: free it for this request.
-            Email.objects.filter(pk=existing.pk, idempotency_key=idempotency_key).update(
-                idempotency_key=None
-            )
+            EmailKey.objects.filter(
+                project=project, idempotency_key=idempotency_key, email_id=existing.pk
+            ).delete()
     prepared = _prepare(project=project, request=request)
     # A send the API accepts counts against the monthly email quota once; one to
     # suppressed addresses only is not sent at all.

@@ -44,7 +44,10 @@ def _emit(email: Email, name: str, payload: dict[str, Any]) -> None:
 
 def _first(email: Email, field: str, at: dt.datetime) -> bool:
     """Sets `field` to `at` unless it is set already; whether this call set it."""
-    won = Email.objects.filter(pk=email.pk, **{f"{field}__isnull": True}).update(**{field: at})
+    # `created_at` too: the update looks in the email's partition alone.
+    won = Email.objects.filter(
+        pk=email.pk, created_at=email.created_at, **{f"{field}__isnull": True}
+    ).update(**{field: at})
     if won:
         setattr(email, field, at)
     return bool(won)

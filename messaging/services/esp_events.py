@@ -212,7 +212,9 @@ def _apply(
 def _email_change(*, email: Email, change: _Change, at: dt.datetime) -> bool:
     """Sets the change's timestamp unless it is set (a repeated event), moves the status
     when the email is in one it moves from, and records the system event."""
-    updated = Email.objects.filter(pk=email.pk, **{f"{change.stamp}__isnull": True}).update(
+    updated = Email.objects.filter(
+        pk=email.pk, created_at=email.created_at, **{f"{change.stamp}__isnull": True}
+    ).update(
         **{change.stamp: at},
         status=Case(
             When(status__in=change.moves_from, then=Value(change.status.value)),
@@ -236,9 +238,11 @@ def _email_fail(*, email: Email, esp: str, reason: str | None, description: str 
     detail = f": {description}" if description else ""
     error = f"{esp} did not send the message ({reason or 'failed'}){detail}"
     return bool(
-        Email.objects.filter(pk=email.pk, status__in=(EmailStatus.QUEUED, EmailStatus.SENT)).update(
-            status=EmailStatus.FAILED, last_error=error[:MAX_ERROR_LENGTH]
-        )
+        Email.objects.filter(
+            pk=email.pk,
+            created_at=email.created_at,
+            status__in=(EmailStatus.QUEUED, EmailStatus.SENT),
+        ).update(status=EmailStatus.FAILED, last_error=error[:MAX_ERROR_LENGTH])
     )
 
 

@@ -1,9 +1,10 @@
 """Time-ordered keys (config/db/ids.py)."""
 
+import datetime as dt
 import time
 import uuid
 
-from config.db.ids import uuid7
+from config.db.ids import uuid7, uuid7_span
 
 
 def test_a_key_is_a_version_7_uuid_of_the_rfc_variant_with_the_current_millisecond():
@@ -14,6 +15,22 @@ def test_a_key_is_a_version_7_uuid_of_the_rfc_variant_with_the_current_milliseco
     assert key.version == 7
     assert key.variant == uuid.RFC_4122
     assert before <= key.int >> 80 <= after
+
+
+def test_a_key_made_for_an_instant_carries_its_millisecond():
+    instant = dt.datetime(2025, 3, 10, 12, 30, 5, 123456, tzinfo=dt.UTC)
+
+    key = uuid7(at=instant)
+
+    assert (key.version, key.variant) == (7, uuid.RFC_4122)
+    start, end = uuid7_span(key)
+    assert start == dt.datetime(2025, 3, 10, 12, 30, 5, 123000, tzinfo=dt.UTC)
+    assert start <= instant < end == start + dt.timedelta(milliseconds=1)
+    assert uuid7(at=instant + dt.timedelta(milliseconds=1)) > key
+
+
+def test_a_version_4_key_carries_no_time():
+    assert uuid7_span(uuid.uuid4()) is None
 
 
 def test_keys_of_later_milliseconds_sort_after_earlier_ones_and_none_repeats():

@@ -1,9 +1,12 @@
 """Sending over HTTP: `POST /emails`, `GET /emails`, `GET /emails/{id}`, template tests."""
 
+import datetime as dt
+import uuid
+
 import pytest
 
 from messaging.hooks import register_push_test_sender, unregister_push_test_sender
-from messaging.models import Email, EmailDelivery, EmailStatus
+from messaging.models import Email, EmailDelivery, EmailKey, EmailStatus
 from tests.contacts.factories import ContactFactory
 from tests.factories import ProjectFactory
 from tests.messaging.factories_suppressions import SuppressionFactory
@@ -307,6 +310,34 @@ def test_an_idempotency_key_expires_after_a_day(api, world, clock):
 
     assert again.status_code == 201
     assert again.json()["data"]["id"] != first.json()["data"]["id"]
+
+
+def test_an_idempotency_key_holds_across_a_month_boundary(api, world, clock):
+    # The emails table is partitioned by month: the key's own table keeps it unique.
+    clock.set(dt.datetime(2026, 10, 31, 23, 59, tzinfo=dt.UTC))
+    headers = {"Idempotency-Key": "order-1"}
+    first = api.post("/emails", inline(), key=world.keys["project"], headers=headers)
+    clock.advance(minutes=2)
+
+    again = api.post("/emails", inline(), key=world.keys["project"], headers=headers)
+
+    assert again.status_code == 200
+    assert again.json()["data"]["id"] == first.json()["data"]["id"]
+    assert EmailKey.objects.get().email_id == uuid.UUID(first.json()["data"]["id"])
+
+
+def test_an_expired_idempotency_key_names_the_new_email(api, world, clock):
+    headers = {"Idempotency-Key": "order-1"}
+    api.post("/emails", inline(), key=world.keys["project"], headers=headers)
+    clock.advance(hours=24, seconds=1)
+
+    again = api.post("/emails", inline(), key=world.keys["project"], headers=headers)
+    replay = api.post("/emails", inline(), key=world.keys["project"], headers=headers)
+
+    assert replay.status_code == 200
+    assert replay.json()["data"]["id"] == again.json()["data"]["id"]
+    assert EmailKey.objects.get().email_id == uuid.UUID(again.json()["data"]["id"])
+    assert Email.objects.count() == 2
 
 
 def test_idempotency_keys_are_per_project(api, world):
