@@ -122,10 +122,19 @@ class RunStatus(models.TextChoices):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELED = "canceled"
+    # Held out of the automation (`settings.holdout_percent`): it takes no step, only its
+    # conversion is tracked (automations/services/goals.py).
+    HOLDOUT = "holdout"
 
 
-# A run in one of these is over: it changes no more.
-FINISHED_RUN_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED)
+# A run in one of these is over: it takes no more steps (a holdout run never takes one;
+# a finished run may still convert).
+FINISHED_RUN_STATUSES = (
+    RunStatus.COMPLETED,
+    RunStatus.FAILED,
+    RunStatus.CANCELED,
+    RunStatus.HOLDOUT,
+)
 
 
 class ExecutionMode(models.TextChoices):
@@ -139,6 +148,8 @@ class TerminalReason(models.TextChoices):
     CANCELED = "canceled"
     FAILED = "failed"
     ARCHIVED = "archived"
+    # The run converted (its goal event) and the version says `exit_on_goal`.
+    CONVERTED = "converted"
 
 
 class IdentityType(models.TextChoices):
@@ -193,6 +204,12 @@ class AutomationRun(models.Model):
     cancellation_requested_at = models.DateTimeField(null=True, blank=True)
     cancellation_reason = models.CharField(max_length=500, null=True, blank=True)
     canceled_at = models.DateTimeField(null=True, blank=True)
+    # When the contact entered: the trigger event's acceptance (not when a worker got to
+    # it), where the goal's `within` counts from. Null on runs made before goals existed.
+    entered_at = models.DateTimeField(null=True, blank=True)
+    # The goal event's acceptance time, and the event: set once (automations/services/goals.py).
+    converted_at = models.DateTimeField(null=True, blank=True)
+    conversion_event_id = models.UUIDField(null=True, blank=True)
     created_at = models.DateTimeField(default=clock.now, editable=False)
     updated_at = models.DateTimeField(default=clock.now)
 
@@ -511,3 +528,44 @@ class StepEntryCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.step_key} of {self.version_id}: {self.entered}"
+
+
+# Shards of the report's counts, as for the step entries: workers counting runs of one
+# automation at once rarely meet on a row.
+REPORT_SHARDS = 16
+
+
+class ReportCount(models.Model):
+    """The counts an automation's report reads (automations/services/report.py), per day of
+    entry (UTC, of the run's `entered_at`), in shards summed by the reader: a run's row
+    (`step_key` empty; `holdout` says which group), each step a run entered (its first
+    visit), and each split branch taken (`branch_key`). Added to by every change of a live
+    run (start, step, conversion) in that change's transaction (report_counts.py), so the
+    report reads these rows, never the runs. Retention's purge of runs takes nothing back."""
+
+    id = models.BigAutoField(primary_key=True)
+    # No index of its own: `report_count_one_per_shard` leads with it.
+    automation = models.ForeignKey(
+        Automation, on_delete=models.CASCADE, related_name="report_counts", db_index=False
+    )
+    day = models.DateField()
+    holdout = models.BooleanField(default=False)
+    step_key = models.CharField(max_length=64, default="", blank=True)
+    branch_key = models.CharField(max_length=64, default="", blank=True)
+    shard = models.PositiveSmallIntegerField()
+    entered = models.BigIntegerField(default=0)
+    completed = models.BigIntegerField(default=0)
+    converted = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # Met by every upsert of counts; leading with the automation and the day, it
+            # also serves the report's range of days.
+            models.UniqueConstraint(
+                fields=["automation", "day", "holdout", "step_key", "branch_key", "shard"],
+                name="report_count_one_per_shard",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.automation_id} {self.day} {self.step_key}/{self.branch_key}"

@@ -95,6 +95,7 @@ class RunCountsSerializer(serializers.Serializer[Any]):
     completed = serializers.IntegerField()
     failed = serializers.IntegerField()
     canceled = serializers.IntegerField()
+    holdout = serializers.IntegerField()
 
 
 class AutomationDetailSerializer(AutomationSerializer):
@@ -170,6 +171,14 @@ class AutomationRunSerializer(serializers.Serializer[Any]):
     cancellation_requested_at = serializers.DateTimeField(allow_null=True)
     cancellation_reason = serializers.CharField(allow_null=True)
     canceled_at = serializers.DateTimeField(allow_null=True)
+    entered_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the trigger event was accepted: the goal's `within` counts from here.",
+    )
+    converted_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the goal event was accepted (null: not converted)."
+    )
+    conversion_event_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     steps = RunStepSerializer(many=True, source="steps.all")

@@ -266,7 +266,25 @@ def _graph_issues(definition: dict[str, Any], prefix: str) -> list[Issue]:
     issues += _sender_issues(steps, prefix)
     types = {key: steps[index]["type"] for key, index in at.items()}
     issues += _condition_issues(definition, types, edges, prefix)
+    issues += _goal_issues(definition, prefix)
     return _capped(issues)
+
+
+def _goal_issues(definition: dict[str, Any], prefix: str) -> list[Issue]:
+    """The goal's window is a duration the engine takes; its filter reads what a trigger
+    filter reads; `exit_on_goal` needs a goal."""
+    goal = definition.get("goal")
+    if goal is None:
+        if (definition.get("settings") or {}).get("exit_on_goal"):
+            where = f"{prefix}.settings.exit_on_goal"
+            return [Issue("goal_required", where, "`exit_on_goal` needs a `goal`.")]
+        return []
+    issues = []
+    if parse_duration(goal["within"]) is None:
+        issues.append(Issue("invalid_duration", f"{prefix}.goal.within", DURATION_RULE))
+    for where, comparison in _comparisons(goal.get("filter") or {}, f"{prefix}.goal.filter"):
+        issues += _comparison_issues(comparison, where, branch=None, types={}, edges={})
+    return issues
 
 
 def _reachable(edges: dict[str, list[tuple[str, str]]], origin: str) -> set[str]:
@@ -332,14 +350,15 @@ def _duration_issues(steps: list[dict[str, Any]], prefix: str) -> list[Issue]:
         member = {StepType.WAIT: "duration", StepType.WAIT_FOR_EVENT: "timeout"}.get(step["type"])
         if member and parse_duration(step[member]) is None:
             issues.append(
-                Issue(
-                    "invalid_duration",
-                    f"{prefix}.steps.{index}.{member}",
-                    "Must be a duration from `PT1S` to `P366D` in weeks, days, hours, minutes "
-                    "and seconds, such as `PT10M`, `P1D` or `P1DT2H`.",
-                )
+                Issue("invalid_duration", f"{prefix}.steps.{index}.{member}", DURATION_RULE)
             )
     return issues
+
+
+DURATION_RULE = (
+    "Must be a duration from `PT1S` to `P366D` in weeks, days, hours, minutes and seconds, "
+    "such as `PT10M`, `P1D` or `P1DT2H`."
+)
 
 
 _ADDRESS = re.compile(r"^\s*(?:[^<>]*<(?P<bracketed>[^<>]+)>|(?P<bare>[^<>]+))\s*$")

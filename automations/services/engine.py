@@ -39,8 +39,10 @@ from automations.models import (
     TerminalReason,
     WaitStatus,
 )
+from automations.services.facts import contact_facts
+from automations.services.goals import goal_of
 from automations.services.loads import Fresh
-from automations.services.triggers import contact_facts, wait_correlates
+from automations.services.triggers import wait_correlates
 from automations.services.writes import Writes
 from config.api.errors import ServiceError
 from config.runtime import clock
@@ -215,6 +217,14 @@ class Engine:
     def held(self) -> bool:
         return False
 
+    def goal_reached(self) -> str | None:
+        """`converted` when the run converted and its version says `exit_on_goal`
+        (automations/services/goals.py): it ends at this boundary, waiting or not."""
+        if self.run.converted_at is None:
+            return None
+        goal = goal_of(self.run.version)
+        return TerminalReason.CONVERTED if goal is not None and goal.exit_on_goal else None
+
     def awaited(self, wait: RunWait) -> WindowEvents | None:
         """The events of the wait's name accepted while it was open (a `wait_for_event`
         wait whose deadline has passed), or None when only the deadline decides."""
@@ -228,7 +238,7 @@ class Engine:
             return DONE
         key = run.current_step_key
         if key is not None and self._in_wait(key):
-            reason = self.stopping()
+            reason = self.goal_reached() or self.stopping()
             if reason is not None:
                 return self._stop(reason)
             resumed = self._resume(key)
@@ -241,7 +251,7 @@ class Engine:
         while True:
             if key is None:
                 return self._end(TerminalReason.COMPLETED)
-            reason = self.stopping()
+            reason = self.goal_reached() or self.stopping()
             if reason is not None:
                 return self._stop(reason)
             if self.held():
@@ -430,7 +440,8 @@ class Engine:
         return DONE
 
     def _stop(self, reason: str) -> Verdict:
-        """Ends the run `canceled` with its open wait and waiting step. Written at once,
+        """Ends the run `canceled` (`completed` when it converted: `exit_on_goal`) with
+        its open wait and waiting step. Written at once,
         not gathered: a stop is rare, and it comes before anything else this advance
         would write for the run's rows (a stopping run resumes no wait)."""
         run = self.run
@@ -443,11 +454,15 @@ class Engine:
             run_created_at=run.created_at,
             status__in=[StepStatus.RUNNING, StepStatus.WAITING],
         ).update(status=StepStatus.CANCELED, completed_at=now)
-        run.status = RunStatus.CANCELED
         run.terminal_reason = reason
+        run.completed_at = now
+        if reason == TerminalReason.CONVERTED:
+            run.status = RunStatus.COMPLETED
+            run.current_step_key = None
+            return DONE
+        run.status = RunStatus.CANCELED
         run.cancellation_requested_at = run.cancellation_requested_at or now
         run.canceled_at = now
-        run.completed_at = now
         return DONE
 
     def _hold(self, key: str) -> Verdict:

@@ -26,8 +26,8 @@ from automations.models import (
 )
 from automations.selectors import automation_get, automation_run_get, automation_version_get
 from automations.services.engine import History
+from automations.services.facts import contact_facts
 from automations.services.testengine import InjectedEvent, TestEngine
-from automations.services.triggers import contact_facts
 from config.api.errors import Issue, Unprocessable, ValidationFailed, or_404
 from config.api.jsonvalues import json_size_checked
 from config.runtime import clock

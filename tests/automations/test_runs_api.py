@@ -41,6 +41,9 @@ RUN_MEMBERS = {
     "cancellation_requested_at",
     "cancellation_reason",
     "canceled_at",
+    "entered_at",
+    "converted_at",
+    "conversion_event_id",
     "created_at",
     "updated_at",
     "steps",
@@ -399,4 +402,5 @@ def test_run_counts_count_live_runs_by_status(automations, automation):
         "completed": 2,
         "failed": 0,
         "canceled": 1,
+        "holdout": 0,
     }
