@@ -263,6 +263,8 @@ class StepType(models.TextChoices):
     WAIT = "wait"
     WAIT_FOR_EVENT = "wait_for_event"
     BRANCH = "branch"
+    # A deterministic share of contacts per branch (automations/services/splits.py).
+    SPLIT = "split"
     UPDATE_CONTACT = "update_contact"
     EXIT = "exit"
 
@@ -301,8 +303,9 @@ class RunStep(models.Model):
     type = models.CharField(max_length=16, choices=StepType.choices)
     status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.RUNNING)
     # Which way the step went: `then`/`else` for a branch, `event`/`timeout` for a
-    # wait_for_event (conditions read it as `steps.<key>.outcome`).
-    outcome = models.CharField(max_length=16, null=True, blank=True)
+    # wait_for_event (conditions read it as `steps.<key>.outcome`), the branch's key for
+    # a split (a step key's length).
+    outcome = models.CharField(max_length=64, null=True, blank=True)
     started_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(null=True, blank=True)

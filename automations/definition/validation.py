@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 
 from automations.definition.durations import parse_duration
+from automations.definition.splits import split_issues, split_links
 from automations.models import StepType
 from config.api.errors import Issue, ValidationFailed
 from config.api.jsonvalues import json_size, stored_json_issues
@@ -232,8 +233,8 @@ def _graph_issues(definition: dict[str, Any], prefix: str) -> list[Issue]:
             at[step["key"]] = index
     edges: dict[str, list[tuple[str, str]]] = {key: [] for key in at}
     for index, step in enumerate(steps):
-        for member in EDGE_MEMBERS:
-            target = step.get(member)
+        links = [(member, step.get(member)) for member in EDGE_MEMBERS]
+        for member, target in [*links, *split_links(step)]:
             if not isinstance(target, str):
                 continue
             if target not in at:
@@ -267,6 +268,7 @@ def _graph_issues(definition: dict[str, Any], prefix: str) -> list[Issue]:
     types = {key: steps[index]["type"] for key, index in at.items()}
     issues += _condition_issues(definition, types, edges, prefix)
     issues += _goal_issues(definition, prefix)
+    issues += split_issues(steps, prefix)
     return _capped(issues)
 
 

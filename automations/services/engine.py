@@ -42,6 +42,7 @@ from automations.models import (
 from automations.services.facts import contact_facts
 from automations.services.goals import goal_of
 from automations.services.loads import Fresh
+from automations.services.splits import split_choice
 from automations.services.triggers import wait_correlates
 from automations.services.writes import Writes
 from config.api.errors import ServiceError
@@ -320,6 +321,10 @@ class Engine:
                 holds = condition_holds(step["condition"], self.facts())
                 row.outcome = "then" if holds else "else"
                 following = step["then"] if holds else step["else"]
+            elif kind == StepType.SPLIT:
+                row.outcome, following = split_choice(
+                    step, automation_id=self.run.automation_id, contact=self.contact
+                )
         except StepFailed as failure:
             return self._fail(row, str(failure))
         except ServiceError as error:
