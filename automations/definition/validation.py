@@ -16,6 +16,7 @@ from django.core.validators import validate_email
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 
+from automations.definition.audiences import trigger_event_of, trigger_issues
 from automations.definition.durations import parse_duration
 from automations.definition.splits import split_issues, split_links
 from automations.models import StepType
@@ -96,7 +97,7 @@ def definition_check(definition: Any, *, prefix: str = "definition") -> CheckedD
         raise ValidationFailed("The automation definition is not valid.", issues=issues)
     steps = definition["steps"]
     return CheckedDefinition(
-        trigger_event=definition["trigger"]["event"],
+        trigger_event=trigger_event_of(definition["trigger"]),
         template_refs=tuple(
             TemplateRef(
                 path=f"{prefix}.steps.{index}.template_id",
@@ -269,6 +270,7 @@ def _graph_issues(definition: dict[str, Any], prefix: str) -> list[Issue]:
     issues += _condition_issues(definition, types, edges, prefix)
     issues += _goal_issues(definition, prefix)
     issues += split_issues(steps, prefix)
+    issues += trigger_issues(definition["trigger"], prefix)
     return _capped(issues)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from django.db import transaction
 
 from automations.conf import test_run_step_limit
+from automations.definition.audiences import trigger_event_of
 from automations.definition.conditions import condition_holds, payload_value
 from automations.models import (
     AutomationRun,
@@ -168,7 +169,7 @@ def automation_test_run(
             automation=automation,
             version=version,
             contact=contact if contact.pk is not None else None,
-            trigger_event_name=trigger["event"],
+            trigger_event_name=trigger_event_of(trigger),
             trigger_payload=payload,
             resolved_identity_type=identity_type,
             resolved_identity_value=identity_value,

@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from automations.definition.audiences import trigger_audience, trigger_event_of
 from automations.definition.conditions import condition_holds, payload_value
 from automations.models import (
     AutomationEntry,
@@ -78,6 +79,8 @@ class Trigger:
     correlation_key: str | None
     # `settings.holdout_percent`: the share of entering contacts held out.
     holdout_percent: float = 0
+    # An audience trigger's audience: the event's `payload.audience_id` must be it.
+    audience_id: str | None = None
 
 
 @dataclass
@@ -135,7 +138,7 @@ def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
             continue
         settings = definition.get("settings") or {}
         trigger = definition["trigger"]
-        by_event.setdefault(trigger["event"], []).append(
+        by_event.setdefault(trigger_event_of(trigger), []).append(
             Trigger(
                 automation_id=automation_id,
                 version_id=version_id,
@@ -144,6 +147,7 @@ def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
                 reentry=settings.get("reentry", "always"),
                 correlation_key=settings.get("correlation_key"),
                 holdout_percent=settings.get("holdout_percent", 0),
+                audience_id=trigger_audience(trigger),
             )
         )
     return ProjectTriggers(
@@ -276,6 +280,8 @@ def runs_planned(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...
     identity_type, identity_value = _identity(event, contact)
     planned = []
     for trigger in triggers:
+        if trigger.audience_id is not None and not _of_audience(event, trigger.audience_id):
+            continue
         if not condition_holds(trigger.filter, facts):
             continue
         correlation = (
@@ -326,6 +332,12 @@ def runs_planned(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...
         )
         planned.append(Start(run=run, entry=entry))
     return planned
+
+
+def _of_audience(event: Event, audience_id: str) -> bool:
+    """Whether an audience event is about this audience."""
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    return str(payload.get("audience_id", "")).lower() == audience_id
 
 
 def runs_start(*, starts: list[Start]) -> bool:
