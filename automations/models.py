@@ -210,6 +210,9 @@ class AutomationRun(models.Model):
     # The goal event's acceptance time, and the event: set once (automations/services/goals.py).
     converted_at = models.DateTimeField(null=True, blank=True)
     conversion_event_id = models.UUIDField(null=True, blank=True)
+    # Test runs only: whether the contact would get a holdout run live (null: a live run,
+    # or a test by an address no contact has yet, whose id a live run would make).
+    would_be_held_out = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(default=clock.now, editable=False)
     updated_at = models.DateTimeField(default=clock.now)
 

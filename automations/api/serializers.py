@@ -179,6 +179,12 @@ class AutomationRunSerializer(serializers.Serializer[Any]):
         allow_null=True, help_text="When the goal event was accepted (null: not converted)."
     )
     conversion_event_id = serializers.UUIDField(allow_null=True)
+    would_be_held_out = serializers.BooleanField(
+        allow_null=True,
+        help_text="Test runs: whether the contact would get a `holdout` run live (the steps "
+        "are still walked, to show them). Null in live runs, and for a test by an address "
+        "no contact has yet.",
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     steps = RunStepSerializer(many=True, source="steps.all")

@@ -28,6 +28,7 @@ from automations.models import (
 from automations.selectors import automation_get, automation_run_get, automation_version_get
 from automations.services.engine import History
 from automations.services.facts import contact_facts
+from automations.services.goals import holdout_chosen
 from automations.services.testengine import InjectedEvent, TestEngine
 from config.api.errors import Issue, Unprocessable, ValidationFailed, or_404
 from config.api.jsonvalues import json_size_checked
@@ -176,6 +177,15 @@ def automation_test_run(
             correlation_key=correlation_key,
             correlation_value=correlation,
             execution_mode=ExecutionMode.TEST,
+            would_be_held_out=(
+                holdout_chosen(
+                    contact_id=contact.pk,
+                    automation_id=automation.id,
+                    percent=settings.get("holdout_percent", 0),
+                )
+                if contact.pk is not None
+                else None
+            ),
             status=RunStatus.PENDING,
             current_step_key=definition["start"],
             virtual_now=start,

@@ -44,6 +44,7 @@ RUN_MEMBERS = {
     "entered_at",
     "converted_at",
     "conversion_event_id",
+    "would_be_held_out",
     "created_at",
     "updated_at",
     "steps",
