@@ -249,3 +249,29 @@ def test_bad_goals_and_settings_are_refused_with_their_paths(api, key, template,
     assert response.status_code == 400, response.json()
     assert issues(response) == expected
     assert not AutomationRun.objects.exists()
+
+
+def test_exit_on_goal_ends_a_run_waiting_for_an_event(api, key, clock, template):
+    definition = flow(template, goal=PURCHASE, exit_on_goal=True)
+    definition["steps"][1] = {
+        "key": "pause",
+        "type": "wait_for_event",
+        "event": "review.submitted",
+        "timeout": "P3D",
+        "next": "nudge",
+        "on_timeout": None,
+    }
+    automation_id = automation(api, key, definition)
+    clock.set(START)
+    event(api, key, "user.signed_up")
+    drain()
+    clock.advance(hours=5)
+    event(api, key, "order.completed", payload={"total": 99})
+    drain()
+    # The awaited event comes after: the run is over, it matches nothing.
+    event(api, key, "review.submitted")
+    drain()
+    (run,) = runs(api, key, automation_id)
+    assert (run["status"], run["terminal_reason"]) == ("completed", "converted")
+    assert [(w["status"], w["matched_event_id"]) for w in run["waits"]] == [("canceled", None)]
+    assert Email.objects.count() == 1
