@@ -103,7 +103,8 @@ def automation_report_get(*, automation: Automation, days: ReportDays) -> dict[s
         steps={key: Tally() for key in step_keys},
         branches={key: Tally() for key in branch_keys},
     )
-    for holdout, step_key, branch_key, entered, completed, converted in rows:
+    # Sorted, so steps and branches no longer in the definition come after it in key order.
+    for holdout, step_key, branch_key, entered, completed, converted in sorted(rows):
         tally = Tally(entered=entered, completed=completed, converted=converted)
         if not step_key:
             target = report.holdout if holdout else report.treated

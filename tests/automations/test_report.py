@@ -207,3 +207,18 @@ def test_the_report_reads_the_counts_in_a_constant_number_of_queries(
     with django_assert_max_num_queries(8):
         data = report(api, key, automation_id)
     assert data["entered"] + data["holdout"]["entered"] == 9000
+
+
+def test_steps_of_older_versions_follow_the_published_ones(api, key, clock, template):
+    automation_id = automation(api, key, flow(template))
+    clock.set(START)
+    event(api, key, "user.signed_up")
+    drain()
+    shorter = flow(template)
+    shorter["steps"] = [{**shorter["steps"][0], "next": None}]
+    response = api.patch(f"/automations/{automation_id}", {"definition": shorter}, key=key)
+    assert response.status_code == 200, response.json()
+    published = api.post(f"/automations/{automation_id}/actions/publish", {}, key=key)
+    assert published.status_code == 200, published.json()
+    data = report(api, key, automation_id)
+    assert [(s["key"], s["entered"]) for s in data["steps"]] == [("hello", 1), ("pause", 1)]
