@@ -122,10 +122,19 @@ class RunStatus(models.TextChoices):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELED = "canceled"
+    # Held out of the automation (`settings.holdout_percent`): it takes no step, only its
+    # conversion is tracked (automations/services/goals.py).
+    HOLDOUT = "holdout"
 
 
-# A run in one of these is over: it changes no more.
-FINISHED_RUN_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED)
+# A run in one of these is over: it takes no more steps (a holdout run never takes one;
+# a finished run may still convert).
+FINISHED_RUN_STATUSES = (
+    RunStatus.COMPLETED,
+    RunStatus.FAILED,
+    RunStatus.CANCELED,
+    RunStatus.HOLDOUT,
+)
 
 
 class ExecutionMode(models.TextChoices):
@@ -139,6 +148,8 @@ class TerminalReason(models.TextChoices):
     CANCELED = "canceled"
     FAILED = "failed"
     ARCHIVED = "archived"
+    # The run converted (its goal event) and the version says `exit_on_goal`.
+    CONVERTED = "converted"
 
 
 class IdentityType(models.TextChoices):
@@ -193,6 +204,15 @@ class AutomationRun(models.Model):
     cancellation_requested_at = models.DateTimeField(null=True, blank=True)
     cancellation_reason = models.CharField(max_length=500, null=True, blank=True)
     canceled_at = models.DateTimeField(null=True, blank=True)
+    # When the contact entered: the trigger event's acceptance (not when a worker got to
+    # it), where the goal's `within` counts from. Null on runs made before goals existed.
+    entered_at = models.DateTimeField(null=True, blank=True)
+    # The goal event's acceptance time, and the event: set once (automations/services/goals.py).
+    converted_at = models.DateTimeField(null=True, blank=True)
+    conversion_event_id = models.UUIDField(null=True, blank=True)
+    # Test runs only: whether the contact would get a holdout run live (null: a live run,
+    # or a test by an address no contact has yet, whose id a live run would make).
+    would_be_held_out = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(default=clock.now, editable=False)
     updated_at = models.DateTimeField(default=clock.now)
 
@@ -246,6 +266,8 @@ class StepType(models.TextChoices):
     WAIT = "wait"
     WAIT_FOR_EVENT = "wait_for_event"
     BRANCH = "branch"
+    # A deterministic share of contacts per branch (automations/services/splits.py).
+    SPLIT = "split"
     UPDATE_CONTACT = "update_contact"
     EXIT = "exit"
 
@@ -286,8 +308,9 @@ class RunStep(models.Model):
     type = models.CharField(max_length=16, choices=StepType.choices)
     status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.RUNNING)
     # Which way the step went: `then`/`else` for a branch, `event`/`timeout` for a
-    # wait_for_event (conditions read it as `steps.<key>.outcome`).
-    outcome = models.CharField(max_length=16, null=True, blank=True)
+    # wait_for_event (conditions read it as `steps.<key>.outcome`), the branch's key for
+    # a split (a step key's length).
+    outcome = models.CharField(max_length=64, null=True, blank=True)
     started_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(null=True, blank=True)
@@ -523,3 +546,44 @@ class StepEntryCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.step_key} of {self.version_id}: {self.entered}"
+
+
+# Shards of the report's counts, as for the step entries: workers counting runs of one
+# automation at once rarely meet on a row.
+REPORT_SHARDS = 16
+
+
+class ReportCount(models.Model):
+    """The counts an automation's report reads (automations/services/report.py), per day of
+    entry (UTC, of the run's `entered_at`), in shards summed by the reader: a run's row
+    (`step_key` empty; `holdout` says which group), each step a run entered (its first
+    visit), and each split branch taken (`branch_key`). Added to by every change of a live
+    run (start, step, conversion) in that change's transaction (report_counts.py), so the
+    report reads these rows, never the runs. Retention's purge of runs takes nothing back."""
+
+    id = models.BigAutoField(primary_key=True)
+    # No index of its own: `report_count_one_per_shard` leads with it.
+    automation = models.ForeignKey(
+        Automation, on_delete=models.CASCADE, related_name="report_counts", db_index=False
+    )
+    day = models.DateField()
+    holdout = models.BooleanField(default=False)
+    step_key = models.CharField(max_length=64, default="", blank=True)
+    branch_key = models.CharField(max_length=64, default="", blank=True)
+    shard = models.PositiveSmallIntegerField()
+    entered = models.BigIntegerField(default=0)
+    completed = models.BigIntegerField(default=0)
+    converted = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # Met by every upsert of counts; leading with the automation and the day, it
+            # also serves the report's range of days.
+            models.UniqueConstraint(
+                fields=["automation", "day", "holdout", "step_key", "branch_key", "shard"],
+                name="report_count_one_per_shard",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.automation_id} {self.day} {self.step_key}/{self.branch_key}"

@@ -21,14 +21,15 @@ _UNPROCESSED = ", ".join(f"'{status}'" for status in UNPROCESSED_STATUSES)
 # constants are formatted in.
 _IN_WINDOWS = (
     # S608: names and constants only.
-    "SELECT w.n, e.pending, e.id, e.payload FROM unnest(%b::uuid[], %b::uuid[], "  # noqa: S608
+    "SELECT w.n, e.pending, e.id, e.payload, e.created_at FROM unnest(%b::uuid[], %b::uuid[], "  # noqa: S608
     "%b::text[], %b::timestamptz[], %b::timestamptz[]) WITH ORDINALITY "
     "AS w(project_id, contact_id, event, opened, deadline, n) CROSS JOIN LATERAL ("
-    f"(SELECT true AS pending, NULL::uuid AS id, NULL::jsonb AS payload FROM {_TABLE} p "
+    "(SELECT true AS pending, NULL::uuid AS id, NULL::jsonb AS payload, "
+    f"NULL::timestamptz AS created_at FROM {_TABLE} p "
     "WHERE p.project_id = w.project_id AND p.event = w.event "
     f"AND p.status IN ({_UNPROCESSED}) "
     "AND p.created_at >= w.opened AND p.created_at < w.deadline LIMIT 1) "
-    f"UNION ALL (SELECT false, d.id, d.payload FROM {_TABLE} d "
+    f"UNION ALL (SELECT false, d.id, d.payload, d.created_at FROM {_TABLE} d "
     "WHERE d.contact_id = w.contact_id AND d.event = w.event "
     f"AND d.status = '{EventStatus.PROCESSED.value}' "
     "AND d.created_at >= w.opened AND d.created_at < w.deadline "
@@ -56,10 +57,12 @@ class EventWindow:
 class WindowEvents:
     """What a window holds: whether an event of the project and name accepted in it is not
     processed yet (its contact is not known until it is), and the contact's processed
-    events in it, oldest first, as (id, payload)."""
+    events in it, oldest first, as (id, payload), and when each was accepted (`accepted`,
+    in the same order)."""
 
     pending: bool = False
     processed: list[tuple[uuid.UUID, Any]] = field(default_factory=list)
+    accepted: list[dt.datetime] = field(default_factory=list)
 
 
 def events_in_windows(*, windows: list[EventWindow]) -> list[WindowEvents]:
@@ -80,12 +83,13 @@ def events_in_windows(*, windows: list[EventWindow]) -> list[WindowEvents]:
             MAX_PROCESSED_PER_WINDOW,
         ],
     )
-    for n, pending, event_id, payload in rows:
+    for n, pending, event_id, payload, accepted in rows:
         held = found[n - 1]
         if pending:
             held.pending = True
         else:
             held.processed.append((event_id, payload))
+            held.accepted.append(accepted)
     return found
 
 

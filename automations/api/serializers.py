@@ -95,6 +95,7 @@ class RunCountsSerializer(serializers.Serializer[Any]):
     completed = serializers.IntegerField()
     failed = serializers.IntegerField()
     canceled = serializers.IntegerField()
+    holdout = serializers.IntegerField()
 
 
 class AutomationDetailSerializer(AutomationSerializer):
@@ -176,6 +177,20 @@ class AutomationRunSerializer(serializers.Serializer[Any]):
     cancellation_requested_at = serializers.DateTimeField(allow_null=True)
     cancellation_reason = serializers.CharField(allow_null=True)
     canceled_at = serializers.DateTimeField(allow_null=True)
+    entered_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the trigger event was accepted: the goal's `within` counts from here.",
+    )
+    converted_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the goal event was accepted (null: not converted)."
+    )
+    conversion_event_id = serializers.UUIDField(allow_null=True)
+    would_be_held_out = serializers.BooleanField(
+        allow_null=True,
+        help_text="Test runs: whether the contact would get a `holdout` run live (the steps "
+        "are still walked, to show them). Null in live runs, and for a test by an address "
+        "no contact has yet.",
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     steps = RunStepSerializer(many=True, source="steps.all")

@@ -75,6 +75,20 @@ TOOLS = [
         path="/automations/{automation_id}/test-runs",
     ),
     AgentTool(
+        name="automation_report",
+        description=(
+            "Read an automation's goal report for the runs that entered from `from` to `to` "
+            "(dates, UTC, both included, each optional): `entered`, `converted` and "
+            "`conversion_rate` of the runs that took the automation, the same for the "
+            "`holdout`, the `lift` (relative difference of the rates against the holdout) "
+            "with its 95 % interval `lift_ci95`, and counts per step and per split branch. "
+            "Rates are null when nothing entered. Live runs only."
+        ),
+        method="GET",
+        path="/automations/{automation_id}/report",
+        query=("from", "to"),
+    ),
+    AgentTool(
         name="automation_action_prepare",
         description=(
             "Prepare a lifecycle change of an automation: `publish` (its draft), `pause`, "

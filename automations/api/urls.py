@@ -1,6 +1,7 @@
 from django.urls import path, register_converter
 
 from automations.api.converters import LifecycleActionConverter
+from automations.api.report import AutomationReportView
 from automations.api.views import (
     AutomationActionExecuteView,
     AutomationActionPrepareView,
@@ -60,6 +61,7 @@ urlpatterns = [
         name="automation-action-execute",
     ),
     path(f"{AUTOMATION}/runs", AutomationRunListView.as_view(), name="automation-run-list"),
+    path(f"{AUTOMATION}/report", AutomationReportView.as_view(), name="automation-report"),
     path(
         f"{AUTOMATION}/test-runs",
         AutomationTestRunView.as_view(),

@@ -16,7 +16,9 @@ from django.core.validators import validate_email
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 
+from automations.definition.audiences import trigger_event_of, trigger_issues
 from automations.definition.durations import parse_duration
+from automations.definition.splits import split_issues, split_links
 from automations.models import StepType
 from config.api.errors import Issue, ValidationFailed
 from config.api.jsonvalues import json_size, stored_json_issues
@@ -98,7 +100,7 @@ def definition_check(definition: Any, *, prefix: str = "definition") -> CheckedD
         raise ValidationFailed("The automation definition is not valid.", issues=issues)
     steps = definition["steps"]
     return CheckedDefinition(
-        trigger_event=definition["trigger"]["event"],
+        trigger_event=trigger_event_of(definition["trigger"]),
         template_refs=tuple(
             TemplateRef(
                 path=f"{prefix}.steps.{index}.template_id",
@@ -235,8 +237,8 @@ def _graph_issues(definition: dict[str, Any], prefix: str) -> list[Issue]:
             at[step["key"]] = index
     edges: dict[str, list[tuple[str, str]]] = {key: [] for key in at}
     for index, step in enumerate(steps):
-        for member in EDGE_MEMBERS:
-            target = step.get(member)
+        links = [(member, step.get(member)) for member in EDGE_MEMBERS]
+        for member, target in [*links, *split_links(step)]:
             if not isinstance(target, str):
                 continue
             if target not in at:
@@ -269,7 +271,27 @@ def _graph_issues(definition: dict[str, Any], prefix: str) -> list[Issue]:
     issues += _sender_issues(steps, prefix)
     types = {key: steps[index]["type"] for key, index in at.items()}
     issues += _condition_issues(definition, types, edges, prefix)
+    issues += _goal_issues(definition, prefix)
+    issues += split_issues(steps, prefix)
+    issues += trigger_issues(definition["trigger"], prefix)
     return _capped(issues)
+
+
+def _goal_issues(definition: dict[str, Any], prefix: str) -> list[Issue]:
+    """The goal's window is a duration the engine takes; its filter reads what a trigger
+    filter reads; `exit_on_goal` needs a goal."""
+    goal = definition.get("goal")
+    if goal is None:
+        if (definition.get("settings") or {}).get("exit_on_goal"):
+            where = f"{prefix}.settings.exit_on_goal"
+            return [Issue("goal_required", where, "`exit_on_goal` needs a `goal`.")]
+        return []
+    issues = []
+    if parse_duration(goal["within"]) is None:
+        issues.append(Issue("invalid_duration", f"{prefix}.goal.within", DURATION_RULE))
+    for where, comparison in _comparisons(goal.get("filter") or {}, f"{prefix}.goal.filter"):
+        issues += _comparison_issues(comparison, where, branch=None, types={}, edges={})
+    return issues
 
 
 def _reachable(edges: dict[str, list[tuple[str, str]]], origin: str) -> set[str]:
@@ -335,14 +357,15 @@ def _duration_issues(steps: list[dict[str, Any]], prefix: str) -> list[Issue]:
         member = {StepType.WAIT: "duration", StepType.WAIT_FOR_EVENT: "timeout"}.get(step["type"])
         if member and parse_duration(step[member]) is None:
             issues.append(
-                Issue(
-                    "invalid_duration",
-                    f"{prefix}.steps.{index}.{member}",
-                    "Must be a duration from `PT1S` to `P366D` in weeks, days, hours, minutes "
-                    "and seconds, such as `PT10M`, `P1D` or `P1DT2H`.",
-                )
+                Issue("invalid_duration", f"{prefix}.steps.{index}.{member}", DURATION_RULE)
             )
     return issues
+
+
+DURATION_RULE = (
+    "Must be a duration from `PT1S` to `P366D` in weeks, days, hours, minutes and seconds, "
+    "such as `PT10M`, `P1D` or `P1DT2H`."
+)
 
 
 _ADDRESS = re.compile(r"^\s*(?:[^<>]*<(?P<bracketed>[^<>]+)>|(?P<bare>[^<>]+))\s*$")

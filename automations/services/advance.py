@@ -21,12 +21,14 @@ from automations.models import (
     AutomationRun,
     AutomationVersion,
     RunJob,
+    RunStatus,
     RunStep,
     RunWait,
     WaitStatus,
 )
 from automations.queue import RUN_QUEUE
 from automations.services.engine import History, Verdict, new_writes
+from automations.services.goals import goal_of, runs_catch_up
 from automations.services.liveengine import LiveEngine, awaited_windows
 from automations.services.loads import Columns, cache_related
 from automations.services.writes import Writes
@@ -75,6 +77,7 @@ class AdvanceWork(BatchWork[RunJob]):
             run_id: History(steps.get(run_id, []), waits.get(run_id, [])) for run_id in self.runs
         }
         self.windows = _overdue_waits(self.runs.values(), self.histories)
+        _goals_caught_up(self.runs.values())
         self.verdicts: dict[uuid.UUID, Verdict] = {}
         self.writes: Writes | None = None
         # The cap locks of every contact the batch may send to under a project with caps,
@@ -158,6 +161,25 @@ def _overdue_waits(
         ):
             overdue.append(wait)
     return awaited_windows(overdue) if overdue else {}
+
+
+def _goals_caught_up(runs: Iterable[AutomationRun]) -> None:
+    """Converts the batch's runs on their first advance (holdout runs have only that one)
+    by goal events of their contact processed before they were stored (goals.py): one
+    statement, and only for a batch with such runs. Read after the runs are locked."""
+    goals = {}
+    first = []
+    for run in runs:
+        if run.converted_at is not None or (
+            run.started_at is not None and run.status != RunStatus.HOLDOUT
+        ):
+            continue
+        goal = goal_of(run.version)
+        if goal is not None:
+            goals[run.version_id] = goal
+            first.append(run)
+    if first:
+        runs_catch_up(first, goals)
 
 
 Loaded = tuple[

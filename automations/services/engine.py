@@ -39,6 +39,8 @@ from automations.models import (
     TerminalReason,
     WaitStatus,
 )
+from automations.services.facts import contact_facts
+from automations.services.goals import goal_of
 from automations.services.loads import Fresh
 from automations.services.policysends import (
     OUTCOME_SENT,
@@ -46,7 +48,8 @@ from automations.services.policysends import (
     SEND_CHANNELS,
     PolicySends,
 )
-from automations.services.triggers import contact_facts, wait_correlates
+from automations.services.splits import split_choice
+from automations.services.triggers import wait_correlates
 from automations.services.writes import Writes
 from config.api.errors import ServiceError
 from config.runtime import clock
@@ -232,6 +235,14 @@ class Engine:
     def held(self) -> bool:
         return False
 
+    def goal_reached(self) -> str | None:
+        """`converted` when the run converted and its version says `exit_on_goal`
+        (automations/services/goals.py): it ends at this boundary, waiting or not."""
+        if self.run.converted_at is None:
+            return None
+        goal = goal_of(self.run.version)
+        return TerminalReason.CONVERTED if goal is not None and goal.exit_on_goal else None
+
     def awaited(self, wait: RunWait) -> WindowEvents | None:
         """The events of the wait's name accepted while it was open (a `wait_for_event`
         wait whose deadline has passed), or None when only the deadline decides."""
@@ -245,7 +256,7 @@ class Engine:
             return DONE
         key = run.current_step_key
         if key is not None and self._in_wait(key):
-            reason = self.stopping()
+            reason = self.goal_reached() or self.stopping()
             if reason is not None:
                 return self._stop(reason)
             resumed = self._resume(key)
@@ -258,7 +269,7 @@ class Engine:
         while True:
             if key is None:
                 return self._end(TerminalReason.COMPLETED)
-            reason = self.stopping()
+            reason = self.goal_reached() or self.stopping()
             if reason is not None:
                 return self._stop(reason)
             if self.held():
@@ -327,6 +338,10 @@ class Engine:
                 holds = condition_holds(step["condition"], self.facts())
                 row.outcome = "then" if holds else "else"
                 following = step["then"] if holds else step["else"]
+            elif kind == StepType.SPLIT:
+                row.outcome, following = split_choice(
+                    step, automation_id=self.run.automation_id, contact=self.contact
+                )
         except StepFailed as failure:
             return self._fail(row, str(failure))
         except ServiceError as error:
@@ -461,7 +476,8 @@ class Engine:
         return DONE
 
     def _stop(self, reason: str) -> Verdict:
-        """Ends the run `canceled` with its open wait and waiting step. Written at once,
+        """Ends the run `canceled` (`completed` when it converted: `exit_on_goal`) with
+        its open wait and waiting step. Written at once,
         not gathered: a stop is rare, and it comes before anything else this advance
         would write for the run's rows (a stopping run resumes no wait)."""
         run = self.run
@@ -474,11 +490,15 @@ class Engine:
             run_created_at=run.created_at,
             status__in=[StepStatus.RUNNING, *PARKED_STEP_STATUSES],
         ).update(status=StepStatus.CANCELED, completed_at=now)
-        run.status = RunStatus.CANCELED
         run.terminal_reason = reason
+        run.completed_at = now
+        if reason == TerminalReason.CONVERTED:
+            run.status = RunStatus.COMPLETED
+            run.current_step_key = None
+            return DONE
+        run.status = RunStatus.CANCELED
         run.cancellation_requested_at = run.cancellation_requested_at or now
         run.canceled_at = now
-        run.completed_at = now
         return DONE
 
     def _hold(self, key: str) -> Verdict:

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import transaction
 
+from automations.definition.audiences import AUDIENCE_EVENTS, trigger_audience
 from automations.definition.validation import TemplateRef, definition_check
 from automations.errors import (
     DraftNotPublishable,
@@ -36,6 +37,7 @@ from automations.services.runs import runs_release, runs_stop
 from automations.services.triggers import triggers_changed
 from config.api.errors import Issue, ValidationFailed, or_404
 from config.runtime import clock
+from contacts.audiences.selectors import audience_get
 from messaging.selectors.templates import template_list
 from tenancy.models import Project
 
@@ -114,6 +116,11 @@ def _publishable(project: Project, draft: AutomationVersion) -> str:
     issues = _template_issues(project, checked.template_refs)
     if issues:
         raise DraftNotPublishable(issues, "The draft's templates are not ready to publish.")
+    audience_id = trigger_audience(draft.definition["trigger"])
+    if audience_id is not None and audience_get(project=project, audience_id=audience_id) is None:
+        member = next(m for m in AUDIENCE_EVENTS if m in draft.definition["trigger"])
+        issue = Issue("not_found", f"definition.trigger.{member}", "No such audience.")
+        raise DraftNotPublishable([issue], "The draft's audience does not exist.")
     return checked.trigger_event
 
 

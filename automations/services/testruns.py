@@ -17,6 +17,7 @@ from typing import Any
 from django.db import transaction
 
 from automations.conf import test_run_step_limit
+from automations.definition.audiences import trigger_event_of
 from automations.definition.conditions import condition_holds, payload_value
 from automations.models import (
     AutomationRun,
@@ -26,8 +27,9 @@ from automations.models import (
 )
 from automations.selectors import automation_get, automation_run_get, automation_version_get
 from automations.services.engine import History
+from automations.services.facts import contact_facts
+from automations.services.goals import holdout_chosen
 from automations.services.testengine import InjectedEvent, TestEngine
-from automations.services.triggers import contact_facts
 from config.api.errors import Issue, Unprocessable, ValidationFailed, or_404
 from config.api.jsonvalues import json_size_checked
 from config.runtime import clock
@@ -168,13 +170,22 @@ def automation_test_run(
             automation=automation,
             version=version,
             contact=contact if contact.pk is not None else None,
-            trigger_event_name=trigger["event"],
+            trigger_event_name=trigger_event_of(trigger),
             trigger_payload=payload,
             resolved_identity_type=identity_type,
             resolved_identity_value=identity_value,
             correlation_key=correlation_key,
             correlation_value=correlation,
             execution_mode=ExecutionMode.TEST,
+            would_be_held_out=(
+                holdout_chosen(
+                    contact_id=contact.pk,
+                    automation_id=automation.id,
+                    percent=settings.get("holdout_percent", 0),
+                )
+                if contact.pk is not None
+                else None
+            ),
             status=RunStatus.PENDING,
             current_step_key=definition["start"],
             virtual_now=start,

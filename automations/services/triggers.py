@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from automations.definition.audiences import trigger_audience, trigger_event_of
 from automations.definition.conditions import condition_holds, payload_value
 from automations.models import (
     AutomationEntry,
@@ -42,7 +43,10 @@ from automations.models import (
     WaitStatus,
 )
 from automations.queue import RUN_QUEUE
+from automations.services.facts import contact_facts
+from automations.services.goals import VersionGoal, goal_from, holdout_chosen, runs_convert
 from automations.services.loads import Fresh
+from automations.services.report_counts import ReportCounts, run_key
 from config.db.bulk import rows_insert
 from config.runtime import clock
 from config.workqueue.models import WorkStatus
@@ -73,15 +77,21 @@ class Trigger:
     filter: Mapping[str, Any] | None
     reentry: str
     correlation_key: str | None
+    # `settings.holdout_percent`: the share of entering contacts held out.
+    holdout_percent: float = 0
+    # An audience trigger's audience: the event's `payload.audience_id` must be it.
+    audience_id: str | None = None
 
 
 @dataclass
 class ProjectTriggers:
-    """A project's triggers by event name, and the event names its waits may wait for,
-    as of the project's `stamp`."""
+    """A project's triggers by event name, the event names its waits may wait for, and
+    the goals by event name (of every version runs may still be on), as of the project's
+    `stamp`."""
 
     by_event: dict[str, tuple[Trigger, ...]] = field(default_factory=dict)
     wait_events: frozenset[str] = frozenset()
+    goal_events: dict[str, tuple[VersionGoal, ...]] = field(default_factory=dict)
     stamp: Any = None
 
 
@@ -113,16 +123,22 @@ def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
     )
     by_event: dict[str, list[Trigger]] = {}
     wait_events: set[str] = set()
+    goal_events: dict[str, list[VersionGoal]] = {}
     for automation_id, version_id, state, definition, status in rows:
         steps = definition.get("steps", [])
         wait_events.update(
             step["event"] for step in steps if step.get("type") == StepType.WAIT_FOR_EVENT
         )
+        goal = goal_from(definition)
+        if goal is not None:
+            goal_events.setdefault(goal.event, []).append(
+                VersionGoal(automation_id=automation_id, version_id=version_id, goal=goal)
+            )
         if state != AutomationVersionState.PUBLISHED or status != AutomationStatus.ACTIVE:
             continue
         settings = definition.get("settings") or {}
         trigger = definition["trigger"]
-        by_event.setdefault(trigger["event"], []).append(
+        by_event.setdefault(trigger_event_of(trigger), []).append(
             Trigger(
                 automation_id=automation_id,
                 version_id=version_id,
@@ -130,11 +146,14 @@ def _build(project_id: Any, stamp: Any) -> ProjectTriggers:
                 filter=trigger.get("filter"),
                 reentry=settings.get("reentry", "always"),
                 correlation_key=settings.get("correlation_key"),
+                holdout_percent=settings.get("holdout_percent", 0),
+                audience_id=trigger_audience(trigger),
             )
         )
     return ProjectTriggers(
         by_event={name: tuple(each) for name, each in by_event.items()},
         wait_events=frozenset(wait_events),
+        goal_events={name: tuple(each) for name, each in goal_events.items()},
         stamp=stamp,
     )
 
@@ -184,18 +203,6 @@ def triggers_forget_local() -> None:
 # --- the handler ---------------------------------------------------------------------------
 
 
-def contact_facts(contact: Contact | None) -> dict[str, Any]:
-    """What conditions read as `contact.…`."""
-    if contact is None:
-        return {}
-    return {
-        "id": str(contact.id) if contact.pk is not None else None,
-        "email": contact.email,
-        "external_id": contact.external_id,
-        "fields": dict(contact.fields or {}),
-    }
-
-
 class AutomationsEventBatch:
     """Event processing's batch handler (events/hooks.py): completes the contact's waits
     for each event as it comes (one query, and only for event names a wait may wait
@@ -220,6 +227,13 @@ class AutomationsEventBatch:
             triggers = self.maps[event.project_id] = project_triggers(event.project_id)
         if event.event in triggers.wait_events and waits_match(event=event, contact=contact):
             self.woken = True
+        goals = triggers.goal_events.get(event.event)
+        if goals:
+            ending = runs_convert(event=event, contact=contact, goals=goals)
+            if ending:
+                # `exit_on_goal`: the engine ends them at once (waiting or not).
+                jobs_due(run_ids=ending, now=clock.now())
+                self.woken = True
         started = triggers.by_event.get(event.event)
         if started:
             self.starts += runs_planned(event=event, contact=contact, triggers=started)
@@ -266,6 +280,8 @@ def runs_planned(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...
     identity_type, identity_value = _identity(event, contact)
     planned = []
     for trigger in triggers:
+        if trigger.audience_id is not None and not _of_audience(event, trigger.audience_id):
+            continue
         if not condition_holds(trigger.filter, facts):
             continue
         correlation = (
@@ -274,6 +290,11 @@ def runs_planned(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...
             else None
         )
         run_id = uuid.uuid4()
+        held_out = holdout_chosen(
+            contact_id=contact.id,
+            automation_id=trigger.automation_id,
+            percent=trigger.holdout_percent,
+        )
         entry = None
         if trigger.reentry in ("once", "once_per_correlation"):
             if trigger.reentry == "once_per_correlation" and correlation is None:
@@ -300,13 +321,23 @@ def runs_planned(*, event: Event, contact: Contact, triggers: tuple[Trigger, ...
             correlation_key=trigger.correlation_key,
             correlation_value=correlation,
             execution_mode=ExecutionMode.LIVE,
-            status=RunStatus.PENDING,
-            current_step_key=trigger.start,
+            # A holdout run takes no step: it is over at once, only its conversion is
+            # tracked (its job's one advance looks for goal events already processed).
+            status=RunStatus.HOLDOUT if held_out else RunStatus.PENDING,
+            current_step_key=None if held_out else trigger.start,
+            completed_at=now if held_out else None,
+            entered_at=event.created_at,
             created_at=now,
             updated_at=now,
         )
         planned.append(Start(run=run, entry=entry))
     return planned
+
+
+def _of_audience(event: Event, audience_id: str) -> bool:
+    """Whether an audience event is about this audience."""
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    return str(payload.get("audience_id", "")).lower() == audience_id
 
 
 def runs_start(*, starts: list[Start]) -> bool:
@@ -315,8 +346,9 @@ def runs_start(*, starts: list[Start]) -> bool:
     (earlier starts of the same call first): for `once` / `once_per_correlation` the
     contact's entry, inserted before the run, so two events racing for one contact start
     one run; then the run's (automation, trigger event), so an event processed again
-    starts nothing (and the entry it took is given back). Three statements for any number
-    of runs, four when an event was processed again."""
+    starts nothing (and the entry it took is given back). Then the runs are added to the
+    report's counts. Four statements for any number of runs, five when an event was
+    processed again."""
     entries = [start.entry for start in starts if start.entry is not None]
     entered = rows_insert(AutomationEntry, entries, skip_conflicts=True, returning="run")
     runs = [start.run for start in starts if start.entry is None or start.run.id in entered]
@@ -331,6 +363,10 @@ def runs_start(*, starts: list[Start]) -> bool:
     rows_insert(
         RunJob, [NEW_JOB.make(run_id=run.id, next_attempt_at=now, created_at=now) for run in new]
     )
+    counts = ReportCounts()
+    for run in new:
+        counts.add(run_key(run), entered=1)
+    counts.write()
     # Metered after the batch's processing commits (a retried attempt counts once).
     by_project = Counter(run.project_id for run in new)
     projects = {run.project_id: run.project for run in new}

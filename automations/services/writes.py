@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from automations.models import AutomationRun, ExecutionMode, RunStep, RunWait
+from automations.services.report_counts import steps_counted
 from automations.services.step_entries import step_entries_count
 from config.db.bulk import rows_insert, rows_update
 from messaging.models import Email, EmailStatus
@@ -111,6 +112,7 @@ class Writes:
                 if row.visit == 1 and row.run.execution_mode == ExecutionMode.LIVE
             )
         )
+        steps_counted(self.steps, list(self.changed_steps.values()), self.runs)
         # By the run's start too: each step is looked for in its run's partition only.
         rows_update(
             RunStep, list(self.changed_steps.values()), STEP_CHANGES, match=["run_created_at"]

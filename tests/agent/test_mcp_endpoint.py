@@ -33,6 +33,7 @@ SERVED_TOOLS = {
     "automations_update",
     "automation_runs_list",
     "automation_test_run",
+    "automation_report",
     "automation_action_prepare",
     "campaigns_list",
     "campaigns_create",
@@ -42,6 +43,10 @@ SERVED_TOOLS = {
     "prepared_action_execute",
     "push_providers_list",
 }
+
+
+# Read-only tools whose name (given by their issue) is not `…_list` / `…_get`.
+READ_ONLY_BY_NAME = frozenset({"automation_report"})
 
 
 def envelope(response, status, code):
@@ -77,7 +82,8 @@ def test_the_handshake_names_the_server_and_its_tools(mcp, world):
         assert len(tool.description) > 40, tool.name
         takes_project = "project_id" in tool.input_schema["required"]
         assert takes_project == (tool.name != "projects_list"), tool.name
-        assert tool.annotations.read_only_hint == tool.name.endswith(("_list", "_get")), tool.name
+        reads = tool.name.endswith(("_list", "_get")) or tool.name in READ_ONLY_BY_NAME
+        assert tool.annotations.read_only_hint == reads, tool.name
 
 
 def test_the_2026_protocol_discovers_and_calls_without_a_handshake(mcp, world):

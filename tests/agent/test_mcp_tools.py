@@ -144,6 +144,7 @@ def test_every_tool_answers_what_its_endpoint_answers(mcp, api, world, owner, pr
         await call(
             "runs", "automation_runs_list", **p, automation_id=automation_id, execution_mode="test"
         )
+        await call("report", "automation_report", **p, automation_id=automation_id, to="2026-12-31")
         prepared = data(
             await call(
                 "prepare",
@@ -221,6 +222,9 @@ def test_every_tool_answers_what_its_endpoint_answers(mcp, api, world, owner, pr
     test_run = data(r["test_run"])
     assert (test_run["execution_mode"], test_run["status"]) == ("test", "completed")
     assert data(r["runs"])["items"] == [test_run]
+    report = rest(f"/automations/{test_run['automation_id']}/report", to="2026-12-31")
+    assert data(r["report"]) == report["data"]
+    assert data(r["report"])["entered"] == 0  # test runs are not counted
     assert data(r["prepare"])["operation"] == "automations.publish"
     assert data(r["prepare"])["effects"]["status"] == {"from": "draft", "to": "active"}
     assert data(r["execute"])["status"] == "active"

@@ -90,6 +90,7 @@ def test_create_answers_the_automation_with_its_first_draft(automations, definit
         "completed": 0,
         "failed": 0,
         "canceled": 0,
+        "holdout": 0,
     }
 
 

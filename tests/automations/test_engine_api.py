@@ -477,4 +477,5 @@ def test_run_counts_follow_the_engine(api, key, smtp):
         "completed": 1,
         "failed": 0,
         "canceled": 0,
+        "holdout": 0,
     }

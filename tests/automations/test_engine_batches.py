@@ -117,8 +117,8 @@ def test_a_batch_of_trigger_events_starts_its_runs_in_as_many_statements_for_40_
             event(api, key, "order.completed", email=f"t{size}-{n}@example.net")
         _, sql = statements(events_process_batch)
         counts[size] = len([query for query in sql if "automations_" in query])
-    # The project's trigger stamp, the runs, their jobs.
-    assert counts[5] == counts[40] == 3, counts
+    # The project's trigger stamp, the runs, their jobs, the report's counts.
+    assert counts[5] == counts[40] == 4, counts
     assert AutomationRun.objects.count() == RunJob.objects.count() == 46
 
 

@@ -41,6 +41,10 @@ RUN_MEMBERS = {
     "cancellation_requested_at",
     "cancellation_reason",
     "canceled_at",
+    "entered_at",
+    "converted_at",
+    "conversion_event_id",
+    "would_be_held_out",
     "created_at",
     "updated_at",
     "steps",
@@ -402,4 +406,5 @@ def test_run_counts_count_live_runs_by_status(automations, automation):
         "completed": 2,
         "failed": 0,
         "canceled": 1,
+        "holdout": 0,
     }
