@@ -25,9 +25,10 @@ from automations.models import (
 )
 from automations.queue import RUN_QUEUE
 from automations.selectors import version_step_entries
+from automations.services.report import ReportDays, automation_report_get
 from automations.services.runs import runs_cancel_by_staff
 from config.console.admin import ReadOnlyInline, ReadOnlyModelAdmin, pretty_json
-from config.console.charts import funnel_chart
+from config.console.charts import bar_chart, funnel_chart
 from config.workqueue.admin import WorkQueueAdmin
 
 CANCEL_REASON = "Canceled from the staff console."
@@ -59,12 +60,48 @@ class AutomationAdmin(ReadOnlyModelAdmin):
         "current_draft_version",
         "current_published_version",
         "step_funnel",
+        "conversion",
         "created_at",
         "updated_at",
         "deleted_at",
     )
     fields = readonly_fields
     inlines = [AutomationVersionInline]
+
+    @admin.display(description="conversion")
+    def conversion(self, obj: Automation) -> SafeString | str:
+        """Its goal's conversion against the holdout, from the report's summary table."""
+        if not (
+            obj.current_published_version and obj.current_published_version.definition.get("goal")
+        ):
+            return "No goal: the published version names none."
+        report = automation_report_get(automation=obj, days=ReportDays())
+        held = report["holdout"]
+        rates = [report["conversion_rate"], held["conversion_rate"]]
+        chart = bar_chart(
+            title="Conversion rate, %, against the holdout",
+            labels=["treated", "holdout"],
+            values=[round(100 * (rate or 0), 1) for rate in rates],
+            unit="%",
+        )
+        lift, interval = report["lift"], report["lift_ci95"]
+        if lift is not None and interval is not None:
+            low, high = (100 * bound for bound in interval)
+            lift_text = f"{100 * lift:+.1f} % (95 % interval {low:+.1f} to {high:+.1f} %)"
+        else:
+            lift_text = "none yet: it needs conversions in the holdout to compare with"
+        return format_html(
+            '<div class="conversion-chart">{}</div><table class="conversion-figures">'
+            "<tr><th></th><th>entered</th><th>converted</th></tr>"
+            "<tr><th>treated</th><td>{}</td><td>{}</td></tr>"
+            "<tr><th>holdout</th><td>{}</td><td>{}</td></tr></table><p>Lift: {}</p>",
+            chart,
+            report["entered"],
+            report["converted"],
+            held["entered"],
+            held["converted"],
+            lift_text,
+        )
 
     @admin.display(description="runs by step")
     def step_funnel(self, obj: Automation) -> SafeString | str:

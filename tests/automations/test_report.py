@@ -222,3 +222,31 @@ def test_steps_of_older_versions_follow_the_published_ones(api, key, clock, temp
     assert published.status_code == 200, published.json()
     data = report(api, key, automation_id)
     assert [(s["key"], s["entered"]) for s in data["steps"]] == [("hello", 1), ("pause", 1)]
+
+
+def test_the_console_shows_conversion_against_the_holdout(api, key, admin_client):
+    automation_id = automation(api, key, flow(email_template(api, key), goal=PURCHASE))
+    day = dt.date(2026, 3, 1)
+    ReportCount.objects.bulk_create(
+        [
+            ReportCount(automation_id=automation_id, day=day, shard=0, entered=1000, converted=150),
+            ReportCount(
+                automation_id=automation_id,
+                day=day,
+                holdout=True,
+                shard=1,
+                entered=200,
+                converted=20,
+            ),
+        ]
+    )
+
+    page = admin_client.get(f"/admin/automations/automation/{automation_id}/change/")
+
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Conversion rate, %, against the holdout" in html
+    assert "<tr><th>treated</th><td>1000</td><td>150</td></tr>" in html
+    assert "<tr><th>holdout</th><td>200</td><td>20</td></tr>" in html
+    # Lift 0.5, Katz interval [-0.0351, 1.3318] (the test above works it out).
+    assert "+50.0 % (95 % interval -3.5 to +133.2 %)" in html
