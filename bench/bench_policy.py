@@ -133,10 +133,10 @@ with transaction.atomic(), connection.cursor() as cursor:
         "contact_id, %s, '{{}}', 'live', 'waiting', %s, %s, %s, %s FROM bench_runs",
         [project_id, version.automation_id, version.id, "bench." + kind, step, now, now, now])
     cursor.execute(
-        "INSERT INTO automations_runstep (id, run_id, step_key, visit, type, status, "
-        "started_at, created_at, sequence, resume_at) SELECT gen_random_uuid(), id, %s, 1, "
-        "%s, %s, %s, %s, 1, %s FROM bench_runs",
-        [step, step_type, status, now, now, due if kind == "deferred" else None])
+        "INSERT INTO automations_runstep (id, run_id, run_created_at, step_key, visit, type, "
+        "status, started_at, created_at, sequence, resume_at) SELECT gen_random_uuid(), id, "
+        "%s, %s, 1, %s, %s, %s, %s, 1, %s FROM bench_runs",
+        [now, step, step_type, status, now, now, due if kind == "deferred" else None])
     cursor.execute(
         "INSERT INTO automations_runwait (id, project_id, run_id, contact_id, step_key, visit, "
         "timeout_at, status, created_at) SELECT gen_random_uuid(), %s, id, contact_id, %s, 1, "
