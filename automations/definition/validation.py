@@ -5,19 +5,17 @@ of steps. Every problem is an issue whose path points into the definition
 the graph checks need its shapes."""
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_email
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 
 from automations.definition.audiences import trigger_event_of, trigger_issues
 from automations.definition.durations import parse_duration
+from automations.definition.senders import sender_issues
 from automations.definition.splits import split_issues, split_links
 from automations.models import StepType
 from config.api.errors import Issue, ValidationFailed
@@ -268,7 +266,7 @@ def _graph_issues(definition: dict[str, Any], prefix: str) -> list[Issue]:
         ]
     issues += _cycle_issues(steps, at, edges, prefix)
     issues += _duration_issues(steps, prefix)
-    issues += _sender_issues(steps, prefix)
+    issues += sender_issues(steps, prefix)
     types = {key: steps[index]["type"] for key, index in at.items()}
     issues += _condition_issues(definition, types, edges, prefix)
     issues += _goal_issues(definition, prefix)
@@ -366,30 +364,6 @@ DURATION_RULE = (
     "Must be a duration from `PT1S` to `P366D` in weeks, days, hours, minutes and seconds, "
     "such as `PT10M`, `P1D` or `P1DT2H`."
 )
-
-
-_ADDRESS = re.compile(r"^\s*(?:[^<>]*<(?P<bracketed>[^<>]+)>|(?P<bare>[^<>]+))\s*$")
-
-
-def _sender_issues(steps: list[dict[str, Any]], prefix: str) -> list[Issue]:
-    issues = []
-    for index, step in enumerate(steps):
-        sender = step.get("from") if step["type"] == StepType.SEND_EMAIL else None
-        if sender is None:
-            continue
-        match = _ADDRESS.fullmatch(sender)
-        address = (match.group("bracketed") or match.group("bare")).strip() if match else ""
-        try:
-            validate_email(address)
-        except DjangoValidationError:
-            issues.append(
-                Issue(
-                    "invalid_address",
-                    f"{prefix}.steps.{index}.from",
-                    "Must be an address, optionally with a name: `Name <a@b.c>`.",
-                )
-            )
-    return issues
 
 
 def _comparisons(condition: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -27,8 +27,9 @@ from automations.models import (
     WaitStatus,
 )
 from automations.queue import RUN_QUEUE
-from automations.services.engine import History, Verdict, new_writes
+from automations.services.engine import Verdict, new_writes
 from automations.services.goals import goal_of, runs_catch_up
+from automations.services.history import History
 from automations.services.liveengine import LiveEngine, awaited_windows
 from automations.services.loads import Columns, cache_related
 from automations.services.writes import Writes

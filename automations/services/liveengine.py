@@ -14,7 +14,8 @@ from automations.models import (
     StepStatus,
     TerminalReason,
 )
-from automations.services.engine import OUTCOME_NO_DEVICES, Engine, History, StepFailed, Verdict
+from automations.services.engine import OUTCOME_NO_DEVICES, Engine, StepFailed, Verdict
+from automations.services.history import History
 from automations.services.writes import Writes
 from config.api.errors import ServiceError
 from contacts.models import Contact

@@ -9,14 +9,13 @@ from typing import Any
 from automations.definition.conditions import payload_value
 from automations.models import AutomationRun, RunStep, StepType, WaitStatus
 from automations.services.engine import (
-    OUTCOME_EVENT,
     OUTCOME_NO_DEVICES,
     OUTCOME_SUPPRESSED,
     OUTCOME_TIMEOUT,
     Engine,
-    History,
     StepFailed,
 )
+from automations.services.history import OUTCOME_EVENT, History
 from contacts.models import Contact
 from contacts.normalization import merge_fields
 from messaging.selectors.suppressions import suppressed_among

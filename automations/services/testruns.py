@@ -26,9 +26,9 @@ from automations.models import (
     RunStatus,
 )
 from automations.selectors import automation_get, automation_run_get, automation_version_get
-from automations.services.engine import History
 from automations.services.facts import contact_facts
 from automations.services.goals import holdout_chosen
+from automations.services.history import History
 from automations.services.testengine import InjectedEvent, TestEngine
 from config.api.errors import Issue, Unprocessable, ValidationFailed, or_404
 from config.api.jsonvalues import json_size_checked
