@@ -40,16 +40,17 @@ HTML = (
 )
 TEXT = "Hello {{ contact.fields.first_name }}, our spring sale starts today."
 
-SEED_CODE = """
+# An audience of `count` contacts written by COPY (each with `first_name` and
+# `extra_fields`) and a published email template: what every campaign-sized bench seeds
+# before its own objects (bench_policy.py too).
+AUDIENCE_SEED_CODE = """
 import json, time, uuid
 from django.db import connection
-from django.contrib.auth import get_user_model
 from config.db.copy import copy_insert
 from contacts.models import Contact
 from contacts.audiences.models import Audience, AudienceMembership
 from tenancy.models import Project
 from messaging.services.templates import template_create, template_publish
-from messaging.services.campaigns import campaign_approve, campaign_create, campaign_submit
 started = time.monotonic()
 project = Project.objects.get(pk="{project_id}")
 project.default_from = "Bench <bench@example.com>"
@@ -59,7 +60,7 @@ now = project.created_at
 contacts, members = [], []
 for n in range({count}):
     contact_id = uuid.uuid4()
-    fields = {{"first_name": f"Ada{{n}}", "city": "Paris"}}
+    fields = {{"first_name": f"Ada{{n}}", **{extra_fields!r}}}
     contacts.append((contact_id, project.pk, f"user{{n}}@example.net", fields, now, now))
     members.append((uuid.uuid4(), audience.pk, contact_id, {{}}, now, now))
 copy_insert(Contact, ("id", "project", "email", "fields", "created_at", "updated_at"), contacts)
@@ -69,6 +70,13 @@ with connection.cursor() as cursor:
     cursor.execute("ANALYZE")
 template = template_create(project=project, name="bench", channel="email", content={content})
 template_publish(project=project, template_id=template.id)
+"""
+
+SEED_CODE = (
+    AUDIENCE_SEED_CODE
+    + """
+from django.contrib.auth import get_user_model
+from messaging.services.campaigns import campaign_approve, campaign_create, campaign_submit
 campaign = campaign_create(project=project, channel="email", name="bench",
     template_id=template.id, audience_id=audience.id)
 campaign_submit(project=project, channel="email", campaign_id=campaign.id)
@@ -76,6 +84,7 @@ staff, _ = get_user_model().objects.get_or_create(username="bench-reviewer")
 campaign_approve(campaign_id=campaign.id, user_id=staff.pk)
 print(json.dumps({{"campaign_id": str(campaign.id), "seconds": time.monotonic() - started}}))
 """
+)
 
 SEND_CODE = """
 import json, time
@@ -192,7 +201,12 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
     seeded = server.manage(
         "shell",
         "-c",
-        SEED_CODE.format(project_id=keys["project_id"], content=content, count=CONTACTS),
+        SEED_CODE.format(
+            project_id=keys["project_id"],
+            content=content,
+            count=CONTACTS,
+            extra_fields={"city": "Paris"},
+        ),
     )
     seed = json.loads(seeded.strip().splitlines()[-1])
     campaign_id = seed["campaign_id"]

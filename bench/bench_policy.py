@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench.bench_automations import SWEEP_CODE, _json, _workers
-from bench.bench_campaigns import FANOUT_WORKER_CODE, HTML, SUBJECT, TEXT
+from bench.bench_campaigns import AUDIENCE_SEED_CODE, FANOUT_WORKER_CODE, HTML, SUBJECT, TEXT
 from bench.harness import Context, log
 
 CONTACTS = int(os.environ.get("BENCH_POLICY_CONTACTS", "100000"))
@@ -36,35 +36,11 @@ CAPS = [
     {"channel": "email", "max": 100, "per": "PT1H"},
 ]
 
-SEED_CODE = """
-import json, time, uuid
-from django.db import connection
-from config.db.copy import copy_insert
-from contacts.models import Contact
-from contacts.audiences.models import Audience, AudienceMembership
-from tenancy.models import Project
-from messaging.services.templates import template_create, template_publish
+SEED_CODE = (
+    AUDIENCE_SEED_CODE
+    + """
 from automations.services.automations import automation_create
 from automations.services.lifecycle import automation_publish
-started = time.monotonic()
-project = Project.objects.get(pk="{project_id}")
-project.default_from = "Bench <bench@example.com>"
-project.save()
-audience = Audience.objects.create(project=project, name="bench")
-now = project.created_at
-contacts, members = [], []
-for n in range({count}):
-    contact_id = uuid.uuid4()
-    fields = {{"first_name": f"Ada{{n}}", "city": "Paris", "timezone": "Europe/Paris"}}
-    contacts.append((contact_id, project.pk, f"user{{n}}@example.net", fields, now, now))
-    members.append((uuid.uuid4(), audience.pk, contact_id, {{}}, now, now))
-copy_insert(Contact, ("id", "project", "email", "fields", "created_at", "updated_at"), contacts)
-copy_insert(AudienceMembership,
-    ("id", "audience", "contact", "properties", "created_at", "updated_at"), members)
-with connection.cursor() as cursor:
-    cursor.execute("ANALYZE")
-template = template_create(project=project, name="bench", channel="email", content={content})
-template_publish(project=project, template_id=template.id)
 send = {{"key": "send", "type": "send_email", "template_id": str(template.id), "next": None}}
 def make(name, steps, start):
     automation = automation_create(project=project, name=name,
@@ -77,6 +53,7 @@ waited = make("bench.waited", [{{"key": "pause", "type": "wait", "duration": "PT
 print(json.dumps({{"audience_id": str(audience.id), "template_id": str(template.id),
     "deferred": deferred, "waited": waited, "seconds": time.monotonic() - started}}))
 """
+)
 
 CAMPAIGN_CODE = """
 import json, time
@@ -216,7 +193,13 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         server.manage(
             "shell",
             "-c",
-            SEED_CODE.format(project_id=ctx.keys()["project_id"], content=content, count=CONTACTS),
+            SEED_CODE.format(
+                project_id=ctx.keys()["project_id"],
+                content=content,
+                count=CONTACTS,
+                # Quiet hours read the contact's own time zone.
+                extra_fields={"city": "Paris", "timezone": "Europe/Paris"},
+            ),
         )
     )
     log(f"seeded {CONTACTS} contacts in {time.monotonic() - started:.1f}s")
