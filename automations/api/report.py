@@ -1,7 +1,5 @@
 """`GET /automations/{id}/report`: the automation's goal report (CONTRACT section 20)."""
 
-import datetime as dt
-import re
 import uuid
 from typing import Any
 
@@ -14,8 +12,7 @@ from rest_framework.response import Response
 from automations.api.views import AutomationScopedView
 from automations.services.report import ReportDays, automation_report_get
 from config.api.errors import ValidationFailed
-
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+from config.api.params import date_param
 
 
 class GroupSerializer(serializers.Serializer[Any]):
@@ -66,20 +63,6 @@ class AutomationReportSerializer(serializers.Serializer[Any]):
     branches = ReportBranchSerializer(many=True)
 
 
-def _day(request: Request, name: str) -> dt.date | None:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    try:
-        if not _DATE.fullmatch(raw):
-            raise ValueError(raw)
-        return dt.date.fromisoformat(raw)
-    except ValueError:
-        raise ValidationFailed.at(
-            name, "Must be a date (`2026-01-31`, UTC).", code="invalid_date"
-        ) from None
-
-
 class AutomationReportView(AutomationScopedView):
     @extend_schema(
         parameters=[
@@ -100,7 +83,7 @@ class AutomationReportView(AutomationScopedView):
     def get(self, request: Request, automation_id: uuid.UUID) -> Response:
         """Conversions of the runs that entered from `from` to `to`, against the holdout,
         per step and per split branch (live runs only)."""
-        days = ReportDays(since=_day(request, "from"), until=_day(request, "to"))
+        days = ReportDays(since=date_param(request, "from"), until=date_param(request, "to"))
         if days.since is not None and days.until is not None and days.since > days.until:
             raise ValidationFailed.at("to", "Must not be before `from`.", code="invalid_range")
         report = automation_report_get(automation=self.automation(automation_id), days=days)

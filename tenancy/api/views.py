@@ -6,6 +6,7 @@ from rest_framework.response import Response
 
 from config.api.errors import Forbidden, Issue, ValidationFailed
 from config.api.pagination import paginate
+from config.api.params import date_param
 from tenancy.api.base import ProjectView
 from tenancy.api.serializers import (
     ProjectSerializer,
@@ -59,20 +60,6 @@ class ProjectDetailView(ProjectView):
         return Response(project_data(project))
 
 
-def _date_param(request: Request, name: str) -> dt.date | None:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    try:
-        if len(raw) != 10:
-            raise ValueError(raw)
-        return dt.date.fromisoformat(raw)
-    except ValueError:
-        raise ValidationFailed.at(
-            name, "Must be a date: YYYY-MM-DD.", code="invalid_date"
-        ) from None
-
-
 class ProjectUsageView(ProjectView):
     """Metered usage of the project by day (UTC), with totals and the team's plan.
     Counts include the current day, up to the last second."""
@@ -97,7 +84,7 @@ class ProjectUsageView(ProjectView):
         responses={200: UsageSerializer},
     )
     def get(self, request: Request) -> Response:
-        start, end = _date_param(request, "from"), _date_param(request, "to")
+        start, end = date_param(request, "from"), date_param(request, "to")
         now = today()
         if start is None:
             start = month_start(end or now)
