@@ -205,7 +205,7 @@ def test_a_send_in_quiet_hours_is_deferred_to_their_end_and_then_delivered_once(
     )
     # The quiet contact's own zone decides; the other one's is the project's (UTC).
     quiet, awake = (unique(f"{name}-") + "@example.com" for name in ("quiet", "awake"))
-    quiet_id = api.contact(quiet, timezone="Asia/Kathmandu")
+    quiet_id = api.contact(quiet, timezone=QUIET_ZONE.key)
     api.contact(awake)
     campaign_id = approved_campaign(topology, api, template["Campaign"], [quiet, awake])
 
