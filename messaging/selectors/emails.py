@@ -38,16 +38,25 @@ def emails_by_ids(queryset: QuerySet[Email], ids: Collection[uuid.UUID]) -> dict
     wanted = set(ids)
     if not wanted:
         return {}
-    found: dict[uuid.UUID, Email] = {}
-    ranges = uuid7_ranges(wanted)
-    if ranges:
-        within = reduce(
-            operator.or_, (Q(created_at__gte=start, created_at__lt=end) for start, end in ranges)
-        )
-        found = {email.pk: email for email in queryset.filter(within, pk__in=wanted)}
+    found = {email.pk: email for email in emails_in_their_partitions(queryset, wanted)}
     if rest := wanted - found.keys():
         found.update((email.pk, email) for email in queryset.filter(pk__in=rest))
     return found
+
+
+def emails_in_their_partitions(
+    queryset: QuerySet[Email], ids: Collection[uuid.UUID]
+) -> QuerySet[Email]:
+    """The emails of `queryset` among `ids` that are in the partitions of the ids' times
+    (`uuid7_ranges`): every email the service made, but not one whose id carries no time
+    or another time (the caller looks for those by id alone when it misses any)."""
+    ranges = uuid7_ranges(ids)
+    if not ranges:
+        return queryset.none()
+    within = reduce(
+        operator.or_, (Q(created_at__gte=start, created_at__lt=end) for start, end in ranges)
+    )
+    return queryset.filter(within, pk__in=ids)
 
 
 def _uuid(value: uuid.UUID | str) -> uuid.UUID | None:

@@ -26,6 +26,7 @@ from messaging.models import (
 from messaging.queue import EMAIL_QUEUE
 from messaging.selectors.emails import email_get
 from messaging.services.campaign_fanout import campaign_fanout_run
+from messaging.services.deadletter import email_deliveries_requeue
 from messaging.services.delivery import emails_deliver_batch
 from messaging.services.tokens import open_token
 from tests.messaging.factories_campaigns import audience_with, email_template_id
@@ -193,6 +194,24 @@ def test_the_delivery_worker_finds_an_email_whose_id_carries_no_time_or_another(
 
     assert len(smtp.received) == 3
     assert set(Email.objects.values_list("status", flat=True)) == {EmailStatus.SENT}
+
+
+def test_a_requeue_of_dead_lettered_emails_finds_them_in_every_partition(world, clock, settings):
+    settings.PARTITIONS_AHEAD = 0
+    emails = []
+    for month, pk in ((1, None), (3, None), (3, uuid.uuid4()), (3, uuid7(at=at(2024, 1, 1)))):
+        clock.set(at(2025, month, 10))
+        email = EmailFactory(
+            project=world.project, status=EmailStatus.FAILED, **({"id": pk} if pk else {})
+        )
+        EmailDelivery.objects.create(email=email, status="dead_lettered", attempts=5)
+        emails.append(email)
+    maintain_partitions()
+
+    assert email_deliveries_requeue(ids=[email.pk for email in emails]) == 4
+
+    assert set(Email.objects.values_list("status", flat=True)) == {EmailStatus.QUEUED}
+    assert set(EmailDelivery.objects.values_list("status", flat=True)) == {"accepted"}
 
 
 def test_an_email_with_an_id_from_before_the_partitions_is_still_found(api, world, clock, settings):
