@@ -250,7 +250,7 @@ class WorkQueue(Generic[T]):
             return []
         with batch_transaction():
             if self.relock:
-                held = rows_held(self.model, token=token, keys=[item.pk for item in items])
+                held = rows_held(self.model, token=token, items=items)
                 # Rows not held were taken over by another worker (our lease ran out).
                 outcome.skipped += sum(1 for item in items if item.pk not in held)
                 items = [item for item in items if item.pk in held]
