@@ -198,7 +198,7 @@ class Server:
             # As in production: a dead worker is replaced instead of stopping granian.
             "--respawn-failed-workers",
             "--no-access-log",
-            "config.rsgi:application",
+            self.env.get("BENCH_RSGI_APPLICATION", "config.rsgi:application"),
         ]
 
     def start(self) -> None:
@@ -217,7 +217,7 @@ class Server:
             start_new_session=True,
         )
         logfile.close()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + (wait := float(os.environ.get("BENCH_START_SECONDS", 30)))
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the server exited; see {self.logfile}")
@@ -233,7 +233,7 @@ class Server:
                     )
                     return
             time.sleep(0.2)
-        raise RuntimeError("the server did not become healthy within 30s")
+        raise RuntimeError(f"the server did not become healthy within {wait:.0f}s")
 
     def stop(self) -> None:
         if self.proc is None:

@@ -40,6 +40,15 @@ Each step:
 
 `events_total` is the customer events stored so far, as the API meters them
 (`GET /project/usage`, `events_ingested`).
+
+`--statements N` adds to each step what the sample's processing spent: its N costliest
+SQL statements (time and calls, on the worker's side), `sql_s` of all of them, and per
+table the blocks it hit in shared buffers and read from the kernel, its updates and HOT
+updates (`blocks`, from PostgreSQL's statistics views): the figures that tell which
+statement or table costs more as the table grows, on a shared machine where the
+wall-clock rate moves with the other work. `--boundary-after` and `--drop-step` make it
+a soak across a partition boundary with a partition dropped under load
+(bench/soak_partitions.py).
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ import psycopg
 
 from bench.harness import INGEST_EVENT, RESULTS_DIR, Context, log
 from bench.loadgen import START_LEAD_SECONDS, HttpSpec, Measurement, run_clients
+from bench.soak_partitions import Dropper, old_events_add, partition_rows, skew_for_boundary
 
 BATCH_SIZE = 500
 # Keys of the client's previous batch sent again in each batch: the duplicate path.
@@ -113,34 +123,8 @@ TABLE_BYTES = (
     "+ pg_total_relation_size('events_eventkey')"
 )
 
-WORKER_CODE = """
-import json, statistics, time
-from celery import current_app
-from django.conf import settings
-from events.services.processing import events_process_batch
-# A sweep that finds nothing waits this long for a last look; a wait, not a cost.
-settings.EVENTS_WAKE_SETTLE_SECONDS = 0
-sweeps = {sweeps!r}
-# A worker imports every app's tasks at start; the shell does not.
-current_app.loader.import_default_modules()
-claimed, started, finished = 0, time.perf_counter(), time.perf_counter()
-while True:
-    count = events_process_batch().claimed
-    if not count:
-        break
-    claimed += count
-    finished = time.perf_counter()
-def median_ms(run):
-    runs = []
-    for _ in range({repeat}):
-        began = time.perf_counter()
-        run()
-        runs.append(time.perf_counter() - began)
-    return statistics.median(runs) * 1000
-timings = {{field: median_ms(current_app.tasks[name]) for field, name in sweeps.items()}}
-timings["claim_ms"] = median_ms(events_process_batch)
-print(json.dumps({{"claimed": claimed, "seconds": finished - started, **timings}}))
-"""
+# The worker (bench/soak_worker.py), in the server's environment.
+WORKER_CODE = "from bench.soak_worker import main; main({sweeps!r}, {repeat}, {statements})"
 
 
 def contact_email(n: int) -> str:
@@ -316,8 +300,21 @@ def _events_stored(ctx: Context, key: str, since: dt.date) -> int:
 
 
 def soak(
-    ctx: Context, *, events: int, step: int, clients: int, sample: int, repeat: int = REPEAT
+    ctx: Context,
+    *,
+    events: int,
+    step: int,
+    clients: int,
+    sample: int,
+    repeat: int = REPEAT,
+    statements: int = 0,
+    boundary_after: float | None = None,
+    drop_step: int | None = None,
+    old_events: int = 0,
 ) -> Iterator[Any]:
+    if boundary_after is not None:
+        # Before the server starts: its processes read the offset from the environment.
+        log(f"the clock runs {skew_for_boundary(boundary_after):.0f} s ahead")
     keys = ctx.keys()
     key = keys["keys"]["project"]
     since = dt.datetime.now(dt.UTC).date()
@@ -328,10 +325,19 @@ def soak(
     count = math.ceil(events / step)
     for number in range(1, count + 1):
         began = time.monotonic()
+        dropping: Dropper | None = None
+        if number == drop_step:
+            old = old_events_add(ctx, old_events)
+            log(f"old events: {old}")
+            dropping = Dropper(ctx)
+            dropping.start()
         measured = _ingest(ctx, key, step, clients)
+        if dropping is not None:
+            dropping.join()
         log(f"step {number}/{count}: {measured.count} batches in {measured.seconds:.0f} s")
         mark_s, vacuum_s = _leave_sample(ctx, sample)
-        out = ctx.server().manage("shell", "-c", WORKER_CODE.format(sweeps=SWEEPS, repeat=repeat))
+        code = WORKER_CODE.format(sweeps=SWEEPS, repeat=repeat, statements=statements)
+        out = ctx.server().manage("shell", "-c", code)
         worker = json.loads(out.strip().splitlines()[-1])
         before, stored = stored, _events_stored(ctx, key, since)
         if stored <= before:
@@ -357,6 +363,13 @@ def soak(
             "vacuum_s": round(vacuum_s, 1),
             "step_s": round(time.monotonic() - began, 1),
         }
+        if statements:
+            line.update({key: worker[key] for key in ("sql_s", "statements", "blocks")})
+        if boundary_after is not None or drop_step is not None:
+            line.update(batch_max_ms=round(measured.percentile_ms(1.0), 1))
+            line.update(partitions=partition_rows(ctx))
+        if dropping is not None:
+            line.update(old_events=old, drop=dropping.result)
         steps.append(line)
         yield line
     yield summary(steps)
@@ -376,6 +389,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--repeat", type=int, default=REPEAT, help="runs of each sweep, of which the median"
+    )
+    parser.add_argument(
+        "--statements",
+        type=int,
+        default=0,
+        help="report the sample's N costliest SQL statements each step (time and calls)",
+    )
+    parser.add_argument(
+        "--boundary-after",
+        type=float,
+        help="run the service's clock ahead so the next month (partition) starts this many "
+        "seconds into the soak (bench/soak_partitions.py)",
+    )
+    parser.add_argument(
+        "--drop-step",
+        type=int,
+        help="add a partition of old events before this step and drop it during its ingest",
+    )
+    parser.add_argument(
+        "--old-events", type=int, default=100_000, help="events in the partition dropped"
     )
     args = parser.parse_args(argv)
     if min(args.events, args.step, args.clients, args.sample, args.repeat) < 1:
@@ -404,6 +437,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 clients=args.clients,
                 sample=args.sample,
                 repeat=args.repeat,
+                statements=args.statements,
+                boundary_after=args.boundary_after,
+                drop_step=args.drop_step,
+                old_events=args.old_events,
             ):
                 line = json.dumps(result)
                 print(line, flush=True)

@@ -10,6 +10,7 @@ import datetime as dt
 import os
 import time
 import uuid
+from collections.abc import Iterable
 
 _RANDOM_A_BITS = 12
 _RANDOM_B_BITS = 62
@@ -39,3 +40,22 @@ def uuid7_span(value: uuid.UUID) -> tuple[dt.datetime, dt.datetime] | None:
         return None
     start = _EPOCH + (value.int >> 80) * _MILLISECOND
     return start, start + _MILLISECOND
+
+
+def uuid7_ranges(
+    values: Iterable[uuid.UUID], *, gap: dt.timedelta = dt.timedelta(days=1)
+) -> list[tuple[dt.datetime, dt.datetime]]:
+    """The [start, end) ranges that hold the milliseconds of the version 7 UUIDs among
+    `values` (others carry no time and are left out), in order, spans less than `gap`
+    apart made one. A table partitioned by time has no partition shorter than a day
+    (`PARTITION_INTERVAL`), so with the default gap a range covers only partitions that
+    one of the UUIDs' times falls in: bounding a read by these ranges reads those
+    partitions alone, in as few conditions as the times allow."""
+    spans = sorted(span for value in values if (span := uuid7_span(value)) is not None)
+    ranges: list[tuple[dt.datetime, dt.datetime]] = []
+    for start, end in spans:
+        if ranges and start - ranges[-1][1] < gap:
+            ranges[-1] = (ranges[-1][0], max(end, ranges[-1][1]))
+        else:
+            ranges.append((start, end))
+    return ranges

@@ -6,6 +6,7 @@ work."""
 import datetime as dt
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection, models
@@ -58,6 +59,17 @@ def _partition_key(table: str) -> str | None:
         if declared.table == table:
             return declared.column
     return None
+
+
+def partition_filter(model: type[models.Model], items: Sequence[models.Model]) -> dict[str, Any]:
+    """A filter on the values the items hold of their table's partition key (when it is
+    partitioned by time; else none): a statement that finds the items by key with it
+    looks in their partitions alone, not in each partition's primary key index."""
+    column = _partition_key(model._meta.db_table)
+    if column is None:
+        return {}
+    field = next(field for field in model._meta.concrete_fields if field.column == column)
+    return {f"{field.name}__in": {getattr(item, field.attname) for item in items}}
 
 
 def rows_claim(

@@ -97,7 +97,7 @@ def batch_hand_back(
     failed = CommitFailed(f"{type(error).__name__}: {error}")
     try:
         with transaction.atomic():
-            held = rows_held(model, token=token, keys=[item.pk for item in items])
+            held = rows_held(model, token=token, items=items)
             for item in items:
                 if item.pk not in held:
                     outcome.skipped += 1

@@ -10,18 +10,18 @@ starts (the default: a row is then never taken over while it is worked) or, for 
 whose work only writes the database and locks what its items stand for itself
 (`relock=False`), the done mark's own conditional update: a batch that finds a row taken
 over there rolls back, renews the lease of the rows it still holds and is redone without
-the lost one. The batch runs in one savepoint; only
-when an item fails is it run again with a savepoint per item, so a failure costs only its
-own writes and a batch without failures pays for no per-item savepoints.
+the lost one. The batch runs in one savepoint; only when an item fails is it run again
+with a savepoint per item, so a failure costs only its own writes and a batch without
+failures pays for no per-item savepoints.
 
 When the batch's transaction fails at its COMMIT (a serialization failure or deadlock
 found then, a deferred constraint, the connection lost), nothing of it was kept, and its
 rows are not left `processing` until their lease runs out: a fresh transaction hands each
 row the claim still holds back as a failed attempt (`CommitFailed`, or the item's own
-error when it had failed in the batch), retried after the policy's backoff or
-dead-lettered once out of attempts, and the batch returns as one with failures does
-(`committing.batch_hand_back`). Only when that cannot be written either (the database
-is away) does the commit's error go on, and the lease hands the rows on.
+error when it had failed in the batch), retried after the policy's backoff or dead-lettered
+once out of attempts, and the batch returns as one with failures does
+(`committing.batch_hand_back`). Only when that cannot be written either (the database is
+away) does the commit's error go on, and the lease hands the rows on.
 """
 
 import datetime as dt
@@ -56,8 +56,7 @@ def _tunable(value: float | Callable[[], float]) -> float:
 
 
 class _ClaimsLost(Exception):
-    """The done mark found rows of the batch taken over by another worker (our lease ran
-    out); raised to roll the batch back."""
+    """Raised to roll the batch back: its done mark found rows taken over (lease out)."""
 
     def __init__(self, keys: set[Any]) -> None:
         super().__init__(f"{len(keys)} claimed rows were taken over")
@@ -76,8 +75,7 @@ class WorkQueue(Generic[T]):
     model: type[T]
     # Published by name to wake a worker; the task drains the queue (`drain`).
     task: str
-    # The cache key of the shared wake-up debounce.
-    wake_key: str
+    wake_key: str  # the cache key of the shared wake-up debounce
     retry_policy: Callable[[T], RetryPolicy]
     # Rows one claim takes: small enough to keep claims short, big enough to amortise.
     batch_size: int | Callable[[], int] = 100
@@ -88,16 +86,18 @@ class WorkQueue(Generic[T]):
     # How long a worker that ran dry waits before its last look (see `drain`).
     settle_seconds: float | Callable[[], float] = 0.3
     # The order a claimed batch is worked in (field names, ascending), and the related
-    # rows its items load with them, once per batch (lookups or `Prefetch`es).
+    # rows its items load with them, once per batch (lookups or `Prefetch`es; before
+    # them `load_related`, for rows a lookup would look for in every partition of a table
+    # partitioned by time: emails, read by `emails_by_ids` in their partitions alone).
     order_by: tuple[str, ...] = ("next_attempt_at",)
     prefetch_related: "tuple[str | Prefetch[Any, Any, Any], ...]" = ()
+    load_related: Callable[[list[T]], None] | None = None
     # Whether a batch's transaction starts by locking its claimed rows again and checking
-    # their token (so a row whose lease runs out while it is worked is not taken over), or
-    # checks the token only in the done mark's conditional update. Keep it for work that
-    # does what a rollback cannot undo (an SMTP or provider call). A queue whose work only
-    # writes the database and locks the rows its items stand for (automations lock the
-    # runs) may turn it off: a batch whose done mark finds a row taken over rolls back and
-    # is redone without it, and the statement and the locks of the re-lock are saved.
+    # their token (a row whose lease runs out while it is worked is then not taken over:
+    # keep it for work a rollback cannot undo, an SMTP or provider call), or checks the
+    # token only in the done mark's update: a queue whose work only writes the database
+    # and locks what its items stand for (automations lock the runs) saves the re-lock,
+    # and a batch whose done mark finds a row taken over rolls back and is redone without.
     relock: bool = True
 
     def __post_init__(self) -> None:
@@ -137,6 +137,8 @@ class WorkQueue(Generic[T]):
         held = getattr(_draining, "claims", None)
         if held is not None:
             held.append((self, token, items))
+        if self.load_related and items:
+            self.load_related(items)
         if self.prefetch_related:
             prefetch_related_objects(items, *self.prefetch_related)
         items.sort(key=self._order_key)
@@ -201,9 +203,8 @@ class WorkQueue(Generic[T]):
                 outcome.failed, outcome.dead_lettered, outcome.skipped, outcome.next_retry_at = (
                     tally
                 )
-                # One claim, one lease: it ran out for every row of the batch, so the rows
-                # still held get a fresh one before the rerun, or another worker could take
-                # them over one by one while it runs.
+                # One claim, one lease: it ran out for every row, so the rows still held get
+                # a fresh one first, or other workers could take them over during the rerun.
                 held = self._renew(
                     token=token, keys=[item.pk for item in items if item.pk not in lost.keys]
                 )
@@ -249,7 +250,7 @@ class WorkQueue(Generic[T]):
             return []
         with batch_transaction():
             if self.relock:
-                held = rows_held(self.model, token=token, keys=[item.pk for item in items])
+                held = rows_held(self.model, token=token, items=items)
                 # Rows not held were taken over by another worker (our lease ran out).
                 outcome.skipped += sum(1 for item in items if item.pk not in held)
                 items = [item for item in items if item.pk in held]

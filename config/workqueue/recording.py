@@ -13,6 +13,7 @@ from django.db.models import Case, Value, When
 
 from config.db.bulk import statement_run
 from config.runtime import clock
+from config.workqueue.claiming import partition_filter
 from config.workqueue.errors import WorkError
 from config.workqueue.models import WorkStatus
 from config.workqueue.policy import RetryPolicy
@@ -34,15 +35,15 @@ _DONE_COLUMNS: dict[str, Any] = {
 }
 
 
-def rows_held(model: type[T], *, token: uuid.UUID, keys: list[Any]) -> set[Any]:
-    """Locks the rows of `keys` until the transaction ends; the keys of those the claim
-    `token` still holds. Locked by key alone and checked here: a filter on status would let
-    the planner pick the partial lease index, which a busy queue fills with dead entries
-    faster than vacuum clears them."""
+def rows_held(model: type[T], *, token: uuid.UUID, items: list[T]) -> set[Any]:
+    """Locks the items' rows until the transaction ends; the keys of those the claim
+    `token` still holds. Locked by key (and partition key) alone and checked here: a filter
+    on status would let the planner pick the partial lease index, which a busy queue fills
+    with dead entries faster than vacuum clears them."""
     return {
         pk
         for pk, status, holder in model._default_manager.select_for_update()
-        .filter(pk__in=keys)
+        .filter(pk__in=[item.pk for item in items], **partition_filter(model, items))
         .values_list("pk", "status", "claim_token")
         if status == WorkStatus.PROCESSING and holder == token
     }
@@ -71,11 +72,12 @@ def done_record(
         marked = set(
             model._default_manager.select_for_update()
             .filter(pk__in=keys, status=WorkStatus.PROCESSING, claim_token=token)
+            .filter(**partition_filter(model, items))
             .values_list("pk", flat=True)
         )
     model._default_manager.filter(
         pk__in=list(marked), status=WorkStatus.PROCESSING, claim_token=token
-    ).update(**columns)
+    ).filter(**partition_filter(model, items)).update(**columns)
     return marked
 
 
@@ -137,12 +139,20 @@ def _record_done_postgresql(
             f" AND {table}.{quote(token_field.column)} = v.token "
             f"RETURNING {table}.{quote(pk.column)}"
         )
+    # A table partitioned by time: its partition key's values too, so the rows are found
+    # in their partitions alone (bound, so the plan names those partitions).
+    within, within_params = "", []
+    for name, values in partition_filter(model, items).items():
+        field = meta.get_field(name.removesuffix("__in"))
+        assert isinstance(field, models.Field)
+        within = f" AND {table}.{quote(field.column)} = ANY(%b::{field.db_type(connection)}[])"
+        within_params = [sorted(values)]
     sql = (
         f"UPDATE {table} SET {', '.join(sets)} "  # noqa: S608 (names from the model)
         f"FROM unnest({', '.join(arrays)}) AS v({', '.join(names)}) "
-        f"WHERE {table}.{quote(pk.column)} = v.pk{check}"
+        f"WHERE {table}.{quote(pk.column)} = v.pk{within}{check}"
     )
-    rows = statement_run(sql, [*set_params, *array_params])
+    rows = statement_run(sql, [*set_params, *array_params, *within_params])
     return {pk.to_python(row[0]) for row in rows} if token is not None else set()
 
 
@@ -191,15 +201,17 @@ def failure_record(
         if asked is not None and asked > delay.total_seconds():
             delay = dt.timedelta(seconds=float(asked))
         next_attempt_at = clock.now() + delay
-    marked = model._default_manager.filter(
-        pk=item.pk, status=WorkStatus.PROCESSING, claim_token=token
-    ).update(
-        status=WorkStatus.DEAD_LETTERED if dead else WorkStatus.FAILED,
-        next_attempt_at=next_attempt_at,
-        claim_token=None,
-        lease_expires_at=None,
-        last_error=message,
-        error_code=code,
+    marked = (
+        model._default_manager.filter(pk=item.pk, status=WorkStatus.PROCESSING, claim_token=token)
+        .filter(**partition_filter(model, [item]))
+        .update(
+            status=WorkStatus.DEAD_LETTERED if dead else WorkStatus.FAILED,
+            next_attempt_at=next_attempt_at,
+            claim_token=None,
+            lease_expires_at=None,
+            last_error=message,
+            error_code=code,
+        )
     )
     if not marked:
         # Taken over by another worker (without the re-lock, found only here).

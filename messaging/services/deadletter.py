@@ -8,6 +8,7 @@ from django.db import transaction
 from config.workqueue.models import WorkStatus
 from messaging.models import Email, EmailDelivery, EmailStatus
 from messaging.queue import EMAIL_QUEUE
+from messaging.selectors.emails import emails_in_their_partitions
 
 
 def email_deliveries_requeue(*, ids: Iterable[Any]) -> int:
@@ -27,8 +28,11 @@ def email_deliveries_requeue(*, ids: Iterable[Any]) -> int:
         )
         if not dead:
             return 0
-        Email.objects.filter(pk__in=dead, status=EmailStatus.FAILED).update(
+        failed = Email.objects.filter(status=EmailStatus.FAILED)
+        # In the emails' partitions, then by id alone for any an id's time did not find.
+        if emails_in_their_partitions(failed, dead).update(
             status=EmailStatus.QUEUED, last_error=None
-        )
+        ) < len(dead):
+            failed.filter(pk__in=dead).update(status=EmailStatus.QUEUED, last_error=None)
         # Wakes the delivery workers once this commits.
         return EMAIL_QUEUE.requeue(ids=dead)

@@ -340,15 +340,16 @@ def push_deliveries_requeue(*, ids: Iterable[Any]) -> int:
         dead = list(
             PushDelivery.objects.select_for_update()
             .filter(pk__in=list(ids), status=WorkStatus.DEAD_LETTERED)
-            .values_list("pk", "message_id")
+            .values_list("pk", "message_id", "message_created_at")
         )
         if not dead:
             return 0
-        count = PUSH_QUEUE.requeue(ids=[pk for pk, _ in dead])
-        PushDelivery.objects.filter(pk__in=[pk for pk, _ in dead]).update(
-            state=PushDeliveryState.QUEUED, error=None
-        )
-        PushMessage.objects.filter(pk__in={message_id for _, message_id in dead}).exclude(
+        count = PUSH_QUEUE.requeue(ids=[pk for pk, _, _ in dead])
+        # Their messages' times too: the update looks in those partitions alone.
+        PushDelivery.objects.filter(
+            pk__in=[pk for pk, _, _ in dead], message_created_at__in={at for _, _, at in dead}
+        ).update(state=PushDeliveryState.QUEUED, error=None)
+        PushMessage.objects.filter(pk__in={message_id for _, message_id, _ in dead}).exclude(
             status=PushMessageStatus.QUEUED
         ).update(status=PushMessageStatus.QUEUED, sent_at=None)
     return count

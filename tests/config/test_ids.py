@@ -4,7 +4,7 @@ import datetime as dt
 import time
 import uuid
 
-from config.db.ids import uuid7, uuid7_span
+from config.db.ids import uuid7, uuid7_ranges, uuid7_span
 
 
 def test_a_key_is_a_version_7_uuid_of_the_rfc_variant_with_the_current_millisecond():
@@ -58,3 +58,18 @@ def test_ingested_events_get_time_ordered_ids(api, world):
     ]
     assert all(key.version == 7 for key in ids)
     assert ids[0] < min(ids[1:])
+
+
+def test_the_ranges_of_keys_hold_each_keys_millisecond_and_join_keys_less_than_a_day_apart():
+    at = dt.datetime(2025, 1, 10, 8, tzinfo=dt.UTC)
+    ms = dt.timedelta(milliseconds=1)
+    near = [uuid7(at=at), uuid7(at=at + dt.timedelta(hours=23)), uuid7(at=at)]
+    far = uuid7(at=at + dt.timedelta(days=40))
+
+    ranges = uuid7_ranges([far, *near, uuid.uuid4()])
+
+    assert ranges == [
+        (at, at + dt.timedelta(hours=23) + ms),
+        (at + dt.timedelta(days=40), at + dt.timedelta(days=40) + ms),
+    ]
+    assert uuid7_ranges([uuid.uuid4()]) == []

@@ -3,15 +3,18 @@ keys, only when no project's `event_retention_days` keeps a row of it (shorter p
 apply row by row meanwhile), and a resend finds its event in any partition."""
 
 import datetime as dt
+from typing import Any
 
 import pytest
 from django.db import connection
 
 from config.celery import maintain_partitions
+from config.db.cursor import binary_cursor
 from config.db.partitions import partition_name, partitions_list, partitions_make
 from config.registries.partitions import partitioned_tables
 from events.models import Event, EventKey
 from events.services.ingest import event_ingest
+from events.services.processing import events_process_batch
 from events.services.retention import events_purge_expired
 from events.validation import EventInput
 
@@ -145,3 +148,52 @@ def test_the_claim_reads_each_partitions_share_of_the_kits_index(
     for month in (1, 2):
         partition = partition_name("events_event", at(2025, month))
         assert any(name.startswith(f"{partition}_") for name in used)
+
+
+def _plan_partitions(plan: object) -> set[str]:
+    """The partitions of the events table a plan reads."""
+    if isinstance(plan, dict):
+        name = str(plan.get("Relation Name", ""))
+        names = {name} if name.startswith("events_event_") else set()
+        return names.union(*(_plan_partitions(value) for value in plan.values()))
+    if isinstance(plan, list):
+        return set().union(*(_plan_partitions(value) for value in plan))
+    return set()
+
+
+def test_a_batchs_relock_and_done_mark_read_the_partitions_of_its_events_alone(world, clock):
+    events = {}
+    for month in (1, 2, 3):
+        clock.set(at(2025, month, 10))
+        events[month] = _ingest(world.project, None).id
+    partitions_make("events_event", "created_at", since=at(2025, 1))
+    Event.objects.filter(pk=events[2]).update(status="processed")
+    clock.set(at(2025, 3, 20))
+    seen: list[tuple[str, Any]] = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        assert events_process_batch().claimed == 2
+
+    relock = [
+        (sql, params)
+        for sql, params in seen
+        if sql.startswith('SELECT "events_event"') and "FOR UPDATE" in sql
+    ]
+    done = [(sql, params) for sql, params in seen if sql.startswith('UPDATE "events_event" SET')]
+    assert len(relock) == 1
+    assert len(done) == 1
+    wanted = {partition_name("events_event", at(2025, month)) for month in (1, 3)}
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {relock[0][0]}", relock[0][1])
+        assert _plan_partitions(cursor.fetchone()[0]) == wanted
+    # The done mark is bound on the server (config/db/bulk.py): its plan, with the values.
+    with binary_cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {done[0][0]}", done[0][1])
+        assert _plan_partitions(cursor.fetchone()[0]) == wanted
+    assert set(Event.objects.filter(pk__in=events.values()).values_list("status", flat=True)) == {
+        "processed"
+    }

@@ -1,9 +1,12 @@
 """The soak's pieces work (the soak itself runs only under `make soak`)."""
 
+import datetime as dt
+import os
 from typing import Any
 
 import pytest
 
+from bench.skewed_clock import clock_skew
 from bench.soak import (
     BATCH_SIZE,
     FLAT,
@@ -14,6 +17,9 @@ from bench.soak import (
     summary,
     trend,
 )
+from bench.soak_partitions import OFFSET_ENV, next_month, skew_for_boundary
+from bench.soak_worker import StatementClock
+from config.runtime import clock
 
 
 def _step(events_total: int, **figures: float) -> dict[str, Any]:
@@ -100,3 +106,52 @@ def test_the_api_stores_the_new_events_of_a_soak_batch_and_answers_the_rest_as_d
         (r.json()["data"]["accepted"], r.json()["data"]["duplicates"]) for r in (first, second)
     ]
     assert counts == [(NEW_PER_BATCH, RESENT_PER_BATCH)] * 2
+
+
+def test_the_workers_statement_clock_groups_a_statement_whatever_its_lists_and_savepoints() -> None:
+    clock = StatementClock()
+
+    def execute(sql: str, *args: Any) -> str:
+        return sql
+
+    for sql in (
+        'SELECT 1 FROM "t" WHERE "id" IN (%s, %s, %s) AND "a" = %s',
+        'SELECT 1 FROM "t" WHERE "id" IN (%s, %s) AND "a" = %s',
+        'SAVEPOINT "s1401_x3"',
+        'SAVEPOINT "s1401_x4"',
+    ):
+        assert clock(execute, sql, None, False, {}) == sql
+
+    assert {(line["sql"], line["calls"]) for line in clock.costliest(5)} == {
+        ('SELECT 1 FROM "t" WHERE "id" IN (%s...) AND "a" = %s', 2),
+        ('SAVEPOINT "s"', 2),
+    }
+
+
+def test_the_boundary_offset_puts_the_next_month_that_many_seconds_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(OFFSET_ENV, raising=False)
+    monkeypatch.delenv("BENCH_RSGI_APPLICATION", raising=False)
+    assert next_month(dt.datetime(2026, 12, 31, 23, tzinfo=dt.UTC)) == dt.datetime(
+        2027, 1, 1, tzinfo=dt.UTC
+    )
+
+    offset = skew_for_boundary(120)
+
+    moved = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=offset)
+    remaining = (next_month(moved - dt.timedelta(seconds=1)) - moved).total_seconds()
+    assert 115 < remaining <= 120
+    assert float(os.environ[OFFSET_ENV]) == offset
+    assert os.environ["BENCH_RSGI_APPLICATION"] == "bench.skewed_rsgi:application"
+
+
+def test_the_skewed_servers_clock_runs_ahead_by_the_offset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(OFFSET_ENV, "86400")
+    try:
+        clock_skew()
+        ahead = clock.now() - dt.datetime.now(dt.UTC)
+    finally:
+        clock.set_source(None)
+
+    assert dt.timedelta(hours=23, minutes=59) < ahead <= dt.timedelta(days=1)

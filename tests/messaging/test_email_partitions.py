@@ -15,9 +15,18 @@ from django.db.migrations.executor import MigrationExecutor
 from config.celery import maintain_partitions
 from config.db.ids import uuid7, uuid7_span
 from config.db.partitions import partition_name, partitions_list
-from messaging.models import Campaign, CampaignFanout, CampaignRecipient, Email, EmailStatus
+from messaging.models import (
+    Campaign,
+    CampaignFanout,
+    CampaignRecipient,
+    Email,
+    EmailDelivery,
+    EmailStatus,
+)
+from messaging.queue import EMAIL_QUEUE
 from messaging.selectors.emails import email_get
 from messaging.services.campaign_fanout import campaign_fanout_run
+from messaging.services.deadletter import email_deliveries_requeue
 from messaging.services.delivery import emails_deliver_batch
 from messaging.services.tokens import open_token
 from tests.messaging.factories_campaigns import audience_with, email_template_id
@@ -132,6 +141,77 @@ def test_a_read_by_a_time_ordered_id_looks_in_one_partition(world, clock, settin
 
     [(sql, params)] = statements
     assert _read_partitions(sql, params) == {partition_name(TABLE, at(2025, 2))}
+
+
+def test_the_delivery_workers_batch_reads_its_emails_in_their_partitions_alone(
+    world, clock, settings
+):
+    settings.PARTITIONS_AHEAD = 0
+    queued = {}
+    for month in (1, 2, 3, 4):
+        clock.set(at(2025, month, 10))
+        email = EmailFactory(project=world.project)
+        if month in (1, 3):
+            EmailDelivery.objects.create(email=email, next_attempt_at=at(2025, month, 10))
+            queued[email.pk] = email
+    maintain_partitions()
+    assert len(partitions_list(TABLE)) >= 4
+    clock.set(at(2025, 4, 20))
+
+    claimed: list[EmailDelivery] = []
+    statements = _statements(lambda: claimed.extend(EMAIL_QUEUE.claim()[1]))
+
+    [(sql, params)] = [
+        (sql, params)
+        for sql, params in statements
+        if sql.lstrip().startswith("SELECT") and f'FROM "{TABLE}"' in sql
+    ]
+    assert _read_partitions(sql, params) == {
+        partition_name(TABLE, at(2025, 1)),
+        partition_name(TABLE, at(2025, 3)),
+    }
+    assert {item.email.pk: item.email.subject for item in claimed} == {
+        pk: email.subject for pk, email in queued.items()
+    }
+    assert all(item.email.project == world.project for item in claimed)
+
+
+def test_the_delivery_worker_finds_an_email_whose_id_carries_no_time_or_another(
+    world, clock, settings, smtp
+):
+    settings.PARTITIONS_AHEAD = 0
+    clock.set(at(2025, 2, 10))
+    emails = [
+        EmailFactory(project=world.project, id=uuid.uuid4()),
+        EmailFactory(project=world.project, id=uuid7(at=at(2024, 1, 1))),
+        EmailFactory(project=world.project),
+    ]
+    for email in emails:
+        EmailDelivery.objects.create(email=email, next_attempt_at=at(2025, 2, 10))
+    maintain_partitions()
+
+    assert emails_deliver_batch() == 3
+
+    assert len(smtp.received) == 3
+    assert set(Email.objects.values_list("status", flat=True)) == {EmailStatus.SENT}
+
+
+def test_a_requeue_of_dead_lettered_emails_finds_them_in_every_partition(world, clock, settings):
+    settings.PARTITIONS_AHEAD = 0
+    emails = []
+    for month, pk in ((1, None), (3, None), (3, uuid.uuid4()), (3, uuid7(at=at(2024, 1, 1)))):
+        clock.set(at(2025, month, 10))
+        email = EmailFactory(
+            project=world.project, status=EmailStatus.FAILED, **({"id": pk} if pk else {})
+        )
+        EmailDelivery.objects.create(email=email, status="dead_lettered", attempts=5)
+        emails.append(email)
+    maintain_partitions()
+
+    assert email_deliveries_requeue(ids=[email.pk for email in emails]) == 4
+
+    assert set(Email.objects.values_list("status", flat=True)) == {EmailStatus.QUEUED}
+    assert set(EmailDelivery.objects.values_list("status", flat=True)) == {"accepted"}
 
 
 def test_an_email_with_an_id_from_before_the_partitions_is_still_found(api, world, clock, settings):
