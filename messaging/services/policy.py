@@ -7,11 +7,12 @@ FOR UPDATE`, which waits while another transaction holds it and then answers wha
 one committed; the contact's first capped send makes the row), then adds its own time
 before its transaction commits. Two sends racing for a
 contact's last slot therefore serialise on the row and the second sees the first. A
-transaction that sends to many contacts (a batch of runs, a fan-out batch) locks and
-reads all their rows in one statement, in key order (`CapLedger.lock`), so two such
-transactions never wait for each other in a cycle, and each of its sends then costs no
-query. Row locks live in the rows, not in PostgreSQL's shared lock table, so a batch of
-thousands of contacts takes none of its slots.
+transaction that sends to many contacts (a batch of runs) locks and reads all their rows
+in one statement, in key order (`CapLedger.lock`), so two such transactions never wait
+for each other in a cycle, and each of its sends then costs no query; a fan-out batch
+checks and counts all its contacts in one statement, in key order too
+(messaging/services/policy_batch.py). Row locks live in the rows, not in PostgreSQL's
+shared lock table, so a batch of thousands of contacts takes none of its slots.
 
 Quiet hours are a daily window of wall-clock times in the contact's time zone (its
 field `timezone`, an IANA name, else the policy `default_timezone`): a send that falls
@@ -174,7 +175,7 @@ _WRITE_SQL = (
 )
 _READ_SQL = "SELECT contact_id, email, push FROM {table} WHERE contact_id = ANY(%b)"
 CHANNELS = ("email", "push")
-NONE: tuple[dt.datetime, ...] = ()
+NO_TIMES: tuple[dt.datetime, ...] = ()
 
 
 def _fits(times: Iterable[dt.datetime], at: dt.datetime, caps: tuple[Cap, ...]) -> bool:
@@ -254,19 +255,6 @@ class CapLedger:
             policy=policy, contact_ids=[contact_id], channel=channel, at={contact_id: at}
         )
 
-    def room_many(
-        self,
-        *,
-        policy: DeliveryPolicy,
-        contact_ids: list[uuid.UUID],
-        channel: str,
-        at: Mapping[uuid.UUID, dt.datetime],
-    ) -> set[uuid.UUID]:
-        """The contacts of `contact_ids` that one more message each (at `at[contact]`)
-        keeps within every cap: the rows not yet held locked and read (`lock`)."""
-        capped = self.capped(policy=policy, contact_ids=contact_ids, channel=channel, at=at)
-        return set(contact_ids) - capped
-
     def capped(
         self,
         *,
@@ -275,8 +263,8 @@ class CapLedger:
         channel: str,
         at: Mapping[uuid.UUID, dt.datetime],
     ) -> set[uuid.UUID]:
-        """The contacts of `contact_ids` that one more message each would take past a cap:
-        `room_many`'s others."""
+        """The contacts of `contact_ids` that one more message each (at `at[contact]`)
+        would take past a cap: the rows not yet held locked and read (`lock`)."""
         caps = policy.caps_of(channel)
         if not caps or not contact_ids:
             return set()
@@ -286,7 +274,7 @@ class CapLedger:
         least = min(cap.max for cap in caps)
         capped = set()
         for contact_id in contact_ids:
-            times = stored.get(contact_id, NONE)
+            times = stored.get(contact_id, NO_TIMES)
             added = pending.get(contact_id)
             if added:
                 times = [*times, *added]
@@ -305,24 +293,10 @@ class CapLedger:
     ) -> None:
         """Counts a message of `channel` to the contact at `at` (written by `flush`); a
         channel without caps counts nothing."""
-        self.count_many(policy=policy, channel=channel, at={contact_id: at})
-
-    def count_many(
-        self, *, policy: DeliveryPolicy, channel: str, at: Mapping[uuid.UUID, dt.datetime]
-    ) -> None:
-        """Counts a message of `channel` to each contact of `at` at its time there."""
         caps = policy.caps_of(channel)
-        if not caps:
-            return
-        keep = _keeping(caps)
-        pending, keeps = self.pending[channel], self.keeps[channel]
-        for contact_id, time in at.items():
-            added = pending.get(contact_id)
-            if added is None:
-                pending[contact_id] = [time]
-            else:
-                added.append(time)
-            keeps[contact_id] = keep
+        if caps:
+            self.pending[channel].setdefault(contact_id, []).append(at)
+            self.keeps[channel][contact_id] = _keeping(caps)
 
     def flush(self) -> None:
         """Writes the counted messages into their contacts' rows (locked by `room`), in
@@ -346,7 +320,7 @@ class CapLedger:
                 # does, the latest `max` decide every window (each is open towards later).
                 widest, most = keep_of[contact_id]
                 since = now - widest
-                kept = [*stored.get(contact_id, NONE), *added]
+                kept = [*stored.get(contact_id, NO_TIMES), *added]
                 kept.sort()
                 if kept[0] <= since:
                     kept = [t for t in kept if t > since]
