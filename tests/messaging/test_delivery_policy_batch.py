@@ -5,6 +5,7 @@ exists or is made by the first."""
 
 import datetime as dt
 import random
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
@@ -12,11 +13,16 @@ from django.db import transaction
 
 from config.runtime import clock as service_clock
 from contacts.models import Contact
-from messaging.models import ContactSends
+from messaging.models import CampaignFanout, CampaignRecipient, ContactSends, Email
+from messaging.services.campaign_fanout import campaign_fanout_batch
 from messaging.services.policy import Cap, CapLedger, DeliveryPolicy
 from messaging.services.policy_batch import BatchHold
+from tests.conftest import Api
 from tests.contacts.factories import ContactFactory
-from tests.messaging.policy_helpers import race
+from tests.contacts.test_contacts_races import run_in_threads
+from tests.messaging.factories_campaigns import audience_with, email_template_id
+from tests.messaging.policy_helpers import counted_sends, race
+from tests.messaging.test_campaigns_sending import approved, send
 
 HOUR, DAY = dt.timedelta(hours=1), dt.timedelta(days=1)
 CAPS = (Cap(channel="email", max=3, per=HOUR), Cap(channel="email", max=5, per=DAY))
@@ -126,3 +132,37 @@ def test_two_batches_racing_for_a_contacts_last_slot_take_it_once(world, row):
     assert waited  # the second batch waited for the first's row
     assert (first, second) == (set(), {contact.pk})
     assert len(stored(contact) or []) == (2 if row == "existing" else 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_fan_out_workers_of_two_campaigns_to_one_audience_email_each_contact_once(
+    world, settings
+):
+    # Batches of the two campaigns over the same contacts run at once on two workers:
+    # each contact's one slot goes to one of them, and no two batches deadlock.
+    settings.CAMPAIGN_FANOUT_BATCH_SIZE = 5
+    world.project.default_from = "Shop <shop@example.com>"
+    world.project.frequency_caps = [{"channel": "email", "max": 1, "per": "P1D"}]
+    world.project.save()
+    api = Api()
+    audience = audience_with(world.project, 30, first_name="Ada")
+    template_id = email_template_id(api, world)
+    campaigns = [approved(api, world, template_id, audience_id=str(audience.id)) for _ in "ab"]
+    for campaign_id in campaigns:
+        send(api, world, campaign_id)
+
+    def work(index: int) -> int:
+        claimed = 0
+        while batch := campaign_fanout_batch():
+            claimed += batch
+        return claimed
+
+    claimed = run_in_threads(2, work)
+
+    assert sum(claimed) == CampaignFanout.objects.count()
+    emailed = Counter(Email.objects.values_list("contact_id", flat=True))
+    assert len(emailed) == 30
+    assert set(emailed.values()) == {1}
+    capped = CampaignRecipient.objects.filter(reason="capped").values_list("contact_id", flat=True)
+    assert sorted(capped) == sorted(emailed)
+    assert counted_sends() == 30
