@@ -71,7 +71,8 @@ from messaging.services.campaign_recipients import (
 from messaging.services.campaigns import Actor, campaign_history_record
 from messaging.services.email_store import emails_insert
 from messaging.services.emails import bare_address
-from messaging.services.policy import NO_POLICY, BatchHold, policy_of
+from messaging.services.policy import NO_POLICY, policy_of
+from messaging.services.policy_batch import BatchHold
 from messaging.services.rendering import contact_variables
 from messaging.services.rendering_batch import EmailRenderer
 

@@ -7,11 +7,12 @@ FOR UPDATE`, which waits while another transaction holds it and then answers wha
 one committed; the contact's first capped send makes the row), then adds its own time
 before its transaction commits. Two sends racing for a
 contact's last slot therefore serialise on the row and the second sees the first. A
-transaction that sends to many contacts (a batch of runs, a fan-out batch) locks and
-reads all their rows in one statement, in key order (`CapLedger.lock`), so two such
-transactions never wait for each other in a cycle, and each of its sends then costs no
-query. Row locks live in the rows, not in PostgreSQL's shared lock table, so a batch of
-thousands of contacts takes none of its slots.
+transaction that sends to many contacts (a batch of runs) locks and reads all their rows
+in one statement, in key order (`CapLedger.lock`), so two such transactions never wait
+for each other in a cycle, and each of its sends then costs no query; a fan-out batch
+checks and counts all its contacts in one statement, in key order too
+(messaging/services/policy_batch.py). Row locks live in the rows, not in PostgreSQL's
+shared lock table, so a batch of thousands of contacts takes none of its slots.
 
 Quiet hours are a daily window of wall-clock times in the contact's time zone (its
 field `timezone`, an IANA name, else the policy `default_timezone`): a send that falls
@@ -174,6 +175,25 @@ _WRITE_SQL = (
 )
 _READ_SQL = "SELECT contact_id, email, push FROM {table} WHERE contact_id = ANY(%b)"
 CHANNELS = ("email", "push")
+NO_TIMES: tuple[dt.datetime, ...] = ()
+
+
+def _fits(times: Iterable[dt.datetime], at: dt.datetime, caps: tuple[Cap, ...]) -> bool:
+    """Whether one more message at `at` keeps `times` within every cap: a message counts in
+    every window it lies after the start of (one deferred to a later time counts from now
+    on)."""
+    return all(sum(1 for t in times if t > at - cap.per) < cap.max for cap in caps)
+
+
+@lru_cache(maxsize=256)
+def _keeping(caps: tuple[Cap, ...]) -> tuple[dt.timedelta, int]:
+    """What a row keeps of the times that `caps` counted: those within the widest window
+    of now, and of those at most the largest `max`."""
+    return max(cap.per for cap in caps), max(cap.max for cap in caps)
+
+
+def _by_channel() -> dict[str, dict[uuid.UUID, Any]]:
+    return {channel: {} for channel in CHANNELS}
 
 
 @dataclass
@@ -182,11 +202,14 @@ class CapLedger:
     `ContactSends` row) it holds, with what the rows said, and the messages it counted
     that are not written yet (`flush` writes them, `discard` forgets them)."""
 
-    sends: dict[uuid.UUID, dict[str, list[dt.datetime]]] = field(default_factory=dict)
-    # Counted and not written: the times by (contact, channel), and the caps that
-    # counted them (a batch of runs may span projects).
-    pending: dict[tuple[uuid.UUID, str], list[dt.datetime]] = field(default_factory=dict)
-    caps: dict[tuple[uuid.UUID, str], tuple[Cap, ...]] = field(default_factory=dict)
+    held: set[uuid.UUID] = field(default_factory=set)
+    # What the held rows say, by channel and contact (rows without times of a channel
+    # are left out), as this transaction last wrote them.
+    stored: dict[str, dict[uuid.UUID, list[dt.datetime]]] = field(default_factory=_by_channel)
+    # Counted and not written, by channel and contact, and what each contact's row is
+    # to keep (`_keeping` of the caps that counted: a batch of runs may span projects).
+    pending: dict[str, dict[uuid.UUID, list[dt.datetime]]] = field(default_factory=_by_channel)
+    keeps: dict[str, dict[uuid.UUID, tuple[dt.timedelta, int]]] = field(default_factory=_by_channel)
     # False for a ledger that only reads (a test run's, never written): no lock, no row.
     locking: bool = True
 
@@ -194,44 +217,45 @@ class CapLedger:
         """Locks (and reads) the rows of `contact_ids` not yet held, in key order, in one
         statement (a contact's first capped send makes its row: one more); held until the
         transaction ends."""
-        wanted = sorted({each for each in contact_ids} - set(self.sends))
+        wanted = list(set(contact_ids) - self.held)
         if not wanted:
             return
+        self.held.update(wanted)
         table = connection.ops.quote_name(ContactSends._meta.db_table)
-        for contact_id in wanted:
-            self.sends[contact_id] = {"email": [], "push": []}
         # In binary (`rows_fetch`): a batch reads thousands of times, which text would
-        # parse one by one.
+        # parse one by one. The statements sort the keys themselves.
         if not self.locking:
-            self._found(rows_fetch(_READ_SQL.format(table=table), [wanted]))
+            self._read(rows_fetch(_READ_SQL.format(table=table), [wanted]))
             return
-        locked = self._found(rows_fetch(_LOCK_SQL.format(table=table), [wanted]))
-        missing = sorted(set(wanted) - locked)
-        if not missing:
+        locked = rows_fetch(_LOCK_SQL.format(table=table), [wanted])
+        self._read(locked)
+        if len(locked) == len(wanted):
             return
-        made = {row[0] for row in rows_fetch(_MAKE_SQL.format(table=table), [missing])}
-        raced = sorted(set(missing) - made)
-        if raced:
+        missing = list(set(wanted).difference(row[0] for row in locked))
+        made = rows_fetch(_MAKE_SQL.format(table=table), [missing])
+        if len(made) < len(missing):
             # Made by another transaction since the first statement: locked now.
-            self._found(rows_fetch(_LOCK_SQL.format(table=table), [raced]))
+            raced = list(set(missing).difference(row[0] for row in made))
+            self._read(rows_fetch(_LOCK_SQL.format(table=table), [raced]))
 
-    def _found(self, rows: Iterable[tuple[uuid.UUID, Any, Any]]) -> set[uuid.UUID]:
-        found = set()
-        for contact_id, email, push in rows:
-            self.sends[contact_id] = {"email": list(email), "push": list(push)}
-            found.add(contact_id)
-        return found
+    def _read(self, rows: Iterable[tuple[uuid.UUID, Any, Any]]) -> None:
+        email, push = self.stored["email"], self.stored["push"]
+        for contact_id, email_times, push_times in rows:
+            if email_times:
+                email[contact_id] = email_times
+            if push_times:
+                push[contact_id] = push_times
 
     def room(
         self, *, policy: DeliveryPolicy, contact_id: uuid.UUID, channel: str, at: dt.datetime
     ) -> bool:
         """Whether one more message of `channel` to the contact at `at` stays within every
         cap (the contact's cap lock is taken first, unless held)."""
-        return contact_id in self.room_many(
+        return not self.capped(
             policy=policy, contact_ids=[contact_id], channel=channel, at={contact_id: at}
         )
 
-    def room_many(
+    def capped(
         self,
         *,
         policy: DeliveryPolicy,
@@ -240,24 +264,23 @@ class CapLedger:
         at: Mapping[uuid.UUID, dt.datetime],
     ) -> set[uuid.UUID]:
         """The contacts of `contact_ids` that one more message each (at `at[contact]`)
-        keeps within every cap: the rows not yet held locked and read (`lock`)."""
+        would take past a cap: the rows not yet held locked and read (`lock`)."""
         caps = policy.caps_of(channel)
         if not caps or not contact_ids:
-            return set(contact_ids)
+            return set()
         self.lock(contact_ids)
-        room = set()
+        stored, pending = self.stored[channel], self.pending[channel]
+        # Fewer times than the smallest `max` fit every window, whenever they lie.
+        least = min(cap.max for cap in caps)
+        capped = set()
         for contact_id in contact_ids:
-            times = self._times(contact_id, channel)
-            moment = at[contact_id]
-            # A message counts in every window it lies after the start of: one deferred
-            # to a later time counts from now on.
-            if all(sum(1 for t in times if t > moment - cap.per) < cap.max for cap in caps):
-                room.add(contact_id)
-        return room
-
-    def _times(self, contact_id: uuid.UUID, channel: str) -> list[dt.datetime]:
-        stored = self.sends.get(contact_id, {}).get(channel, [])
-        return [*stored, *self.pending.get((contact_id, channel), [])]
+            times = stored.get(contact_id, NO_TIMES)
+            added = pending.get(contact_id)
+            if added:
+                times = [*times, *added]
+            if len(times) >= least and not _fits(times, at[contact_id], caps):
+                capped.add(contact_id)
+        return capped
 
     def count(
         self,
@@ -272,35 +295,38 @@ class CapLedger:
         channel without caps counts nothing."""
         caps = policy.caps_of(channel)
         if caps:
-            self.pending.setdefault((contact_id, channel), []).append(at)
-            self.caps[(contact_id, channel)] = caps
+            self.pending[channel].setdefault(contact_id, []).append(at)
+            self.keeps[channel][contact_id] = _keeping(caps)
 
     def flush(self) -> None:
         """Writes the counted messages into their contacts' rows (locked by `room`), in
-        the caller's transaction: each row keeps, per channel, the times its caps can
-        still count (within the widest window, at most the largest `max`)."""
-        pending, self.pending = self.pending, {}
-        caps_of, self.caps = self.caps, {}
-        if not pending:
+        the caller's transaction, one statement a channel: each row keeps, per channel,
+        the times its caps can still count (within the widest window, at most the largest
+        `max`)."""
+        pending, self.pending = self.pending, _by_channel()
+        keeps, self.keeps = self.keeps, _by_channel()
+        if not any(pending.values()):
             return
         assert self.locking, "a ledger that only reads writes nothing"
         table = connection.ops.quote_name(ContactSends._meta.db_table)
         now = clock.now()
         for channel in CHANNELS:
+            stored, keep_of = self.stored[channel], keeps[channel]
             contacts: list[uuid.UUID] = []
             times: list[dt.datetime] = []
-            for (contact_id, kind), added in pending.items():
-                if kind != channel:
-                    continue
+            for contact_id, added in pending[channel].items():
                 # Checks happen now or later (a deferred message's time is later): what
                 # lies before the widest window from now can no longer count, and of what
                 # does, the latest `max` decide every window (each is open towards later).
-                caps = caps_of[(contact_id, kind)]
-                since = now - max(cap.per for cap in caps)
-                most = max(cap.max for cap in caps)
-                row = self.sends.setdefault(contact_id, {"email": [], "push": []})
-                kept = sorted(t for t in [*row[channel], *added] if t > since)[-most:]
-                row[channel] = kept
+                widest, most = keep_of[contact_id]
+                since = now - widest
+                kept = [*stored.get(contact_id, NO_TIMES), *added]
+                kept.sort()
+                if kept[0] <= since:
+                    kept = [t for t in kept if t > since]
+                if len(kept) > most:
+                    kept = kept[-most:]
+                stored[contact_id] = kept
                 contacts += [contact_id] * len(kept)
                 times += kept
             if contacts:
@@ -309,51 +335,7 @@ class CapLedger:
     def discard(self) -> None:
         """Forgets the counted messages not written and the rows read (their transaction
         or savepoint is undone: the locks may have gone with it)."""
-        self.pending = {}
-        self.caps = {}
-        self.sends = {}
-
-
-class BatchHold:
-    """The policy over one message each to a batch of contacts (a campaign's fan-out
-    batch): when each goes (the end of its quiet hours, else now) and whom the caps leave
-    out, read for all in one go; then the messages made are counted."""
-
-    def __init__(self, *, policy: DeliveryPolicy, project_id: uuid.UUID, channel: str) -> None:
-        self.policy = policy
-        self.ledger = CapLedger()
-        self.channel = channel
-        self.project_id = project_id
-        self.at: dict[uuid.UUID, dt.datetime] = {}
-        self.now = clock.now()
-
-    def apply(
-        self, contacts: Iterable[tuple[uuid.UUID, Mapping[str, Any] | None]]
-    ) -> set[uuid.UUID]:
-        """Reads when each contact's (id, fields) message goes; returns those capped."""
-        if self.policy is NO_POLICY:
-            return set()
-        policy, now = self.policy, self.now
-        self.at = {pk: policy.quiet_until(now, fields) or now for pk, fields in contacts}
-        if not self.at:
-            return set()
-        room = self.ledger.room_many(
-            policy=policy, contact_ids=list(self.at), channel=self.channel, at=self.at
-        )
-        return set(self.at) - room
-
-    def deferred(self) -> dict[uuid.UUID, dt.datetime]:
-        """The contacts whose message waits for the end of their quiet hours, and until."""
-        return {pk: at for pk, at in self.at.items() if at != self.now}
-
-    def count(self, reached: Iterable[uuid.UUID]) -> None:
-        """Counts the messages made for `reached`, at their send times, and writes them."""
-        for pk in reached:
-            self.ledger.count(
-                policy=self.policy,
-                project_id=self.project_id,
-                contact_id=pk,
-                channel=self.channel,
-                at=self.at.get(pk, self.now),
-            )
-        self.ledger.flush()
+        self.held = set()
+        self.stored = _by_channel()
+        self.pending = _by_channel()
+        self.keeps = _by_channel()

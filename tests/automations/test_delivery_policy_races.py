@@ -2,7 +2,9 @@
 two workers at once (real threads, real connections, committed transactions) take the
 contact's last slot once."""
 
+import datetime as dt
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from django.db import transaction
@@ -12,12 +14,12 @@ from automations.services.advance import runs_advance_batch
 from config.runtime import clock
 from contacts.models import Contact
 from events.services.processing import events_process_batch
-from messaging.models import Email
+from messaging.models import ContactSends, Email
 from messaging.services.policy import CapLedger, policy_of
 from tenancy.models import Project
 from tests.automations.api_driver import automation, email_template, event
 from tests.contacts.test_contacts_races import run_in_threads
-from tests.messaging.policy_helpers import counted_sends
+from tests.messaging.policy_helpers import counted_sends, race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -91,3 +93,37 @@ def test_the_cap_lock_makes_a_second_transaction_read_the_first_ones_send(world)
     results = run_in_threads(8, take)
     assert sorted(results) == [False] * 7 + [True]
     assert counted_sends() == 1
+
+
+def test_the_cap_lock_holds_a_contact_whose_row_exists_until_its_send_commits(world):
+    # The contact's row exists (an earlier send counted): only the row lock makes the
+    # second transaction wait for the first and read its send.
+    project = Project.objects.get(pk=world.project.pk)
+    project.frequency_caps = [{"channel": "email", "max": 2, "per": "P1D"}]
+    project.save(update_fields=["frequency_caps"])
+    policy = policy_of(project)
+    contact = Contact.objects.create(project=project, email="held@example.net")
+    now = clock.now()
+    ContactSends.objects.create(contact=contact, email=[now - dt.timedelta(hours=1)], push=[])
+
+    def take(pause: Callable[[], None]) -> bool:
+        with transaction.atomic():
+            ledger = CapLedger()
+            room = ledger.room(policy=policy, contact_id=contact.pk, channel="email", at=now)
+            pause()
+            if room:
+                ledger.count(
+                    policy=policy,
+                    project_id=project.pk,
+                    contact_id=contact.pk,
+                    channel="email",
+                    at=now,
+                )
+                ledger.flush()
+            return room
+
+    first, second, waited = race(take)
+
+    assert waited
+    assert (first, second) == (True, False)
+    assert counted_sends() == 2
