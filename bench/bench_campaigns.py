@@ -120,13 +120,13 @@ claimed, more = emails_deliver_due(budget_seconds={seconds})
 print(json.dumps({{"claimed": claimed, "seconds": time.monotonic() - started}}))
 """
 
-# Recipients handled: an email each, or a recipient row saying why it was skipped.
+# Recipients handled: a recipient row each, emailed or skipped (with why).
 COUNT_CODE = """
 import json
 from messaging.models import CampaignRecipient, Email
-skipped = CampaignRecipient.objects.filter(campaign_id="{campaign_id}").count()
+recipients = CampaignRecipient.objects.filter(campaign_id="{campaign_id}").count()
 emails = Email.objects.filter(campaign_id="{campaign_id}").count()
-print(json.dumps({{"recipients": emails + skipped, "emails": emails}}))
+print(json.dumps({{"recipients": recipients, "emails": emails}}))
 """
 
 # Delivery of only DELIVER emails: the rest stay queued, postponed out of the workers' way.

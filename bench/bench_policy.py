@@ -77,9 +77,9 @@ print(json.dumps({{"campaign_id": str(campaign.id), "status": campaign.status}})
 COUNT_CODE = """
 import json
 from messaging.models import CampaignRecipient, ContactSends, Email
-skipped = CampaignRecipient.objects.filter(campaign_id="{campaign_id}").count()
+recipients = CampaignRecipient.objects.filter(campaign_id="{campaign_id}").count()
 emails = Email.objects.filter(campaign_id="{campaign_id}").count()
-print(json.dumps({{"recipients": emails + skipped, "emails": emails,
+print(json.dumps({{"recipients": recipients, "emails": emails,
     "contacts_counted": ContactSends.objects.count()}}))
 """
 
