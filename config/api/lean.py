@@ -71,6 +71,8 @@ class LeanRequest:
         self.META = environ
         self.body = body
         self.auth: Any = None
+        # The project the checks settle on (tenancy/api/permissions.py), None until then.
+        self.project: Any = None
         # The view instance serving it (its `max_body_bytes` bounds the body).
         self.view: Any = None
         self._parse = parse
