@@ -43,7 +43,9 @@ def unreachable(_: Any, __: Any) -> Any:
     raise AssertionError("the lean path passed the request to Django")
 
 
-def test_a_connection_the_server_dropped_is_replaced_by_the_next_request(world, monkeypatch):
+def test_a_connection_the_server_dropped_is_replaced_by_the_next_request(
+    world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Connections kept between requests, as in production (the test settings close each
     # one at the end of its request, which would hide what is tested here).
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 60)
