@@ -32,6 +32,8 @@ from typing import Any, Protocol
 import orjson
 from django.conf import settings
 from django.core import signals
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
 from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, resolve
@@ -283,10 +285,29 @@ def _read_body(environ: dict[str, Any]) -> bytes | None:
     return body
 
 
-def _security_headers(environ: dict[str, Any]) -> list[tuple[str, str]]:
+# What SecurityMiddleware and XFrameOptionsMiddleware add to an API answer, by whether
+# HSTS applies (SECURE_HSTS_SECONDS set, a secure request): made from the settings once,
+# and again after a setting changes (tests), instead of reading six settings a request.
+_SECURITY_HEADERS: dict[bool, tuple[tuple[str, str], ...]] = {}
+
+
+def _security_headers(environ: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """What SecurityMiddleware and XFrameOptionsMiddleware add to an API answer."""
+    hsts = bool(settings.SECURE_HSTS_SECONDS) and _is_secure(environ)
+    headers = _SECURITY_HEADERS.get(hsts)
+    if headers is None:
+        headers = _SECURITY_HEADERS[hsts] = tuple(_security_headers_made(hsts))
+    return headers
+
+
+@receiver(setting_changed)
+def _security_headers_forget(**kwargs: Any) -> None:
+    _SECURITY_HEADERS.clear()
+
+
+def _security_headers_made(hsts: bool) -> list[tuple[str, str]]:
     headers = []
-    if settings.SECURE_HSTS_SECONDS and _is_secure(environ):
+    if hsts:
         value = f"max-age={settings.SECURE_HSTS_SECONDS}"
         if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
             value += "; includeSubDomains"
