@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from django.core.signals import request_finished, request_started
 from django.db import connection, connections
 from django.db.utils import DEFAULT_DB_ALIAS
 
@@ -72,3 +73,28 @@ def test_a_connection_the_server_dropped_is_replaced_by_the_next_request(
     assert connection.connection is not first
     assert statement_cursor(connections[DEFAULT_DB_ALIAS]) is not kept
     assert post_event(front, key) == "202 Accepted"
+
+
+def test_a_receiver_of_the_request_signals_hears_every_lean_request(
+    world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    heard: list[str] = []
+
+    def started(**kwargs: Any) -> None:
+        heard.append("started")
+
+    def finished(**kwargs: Any) -> None:
+        heard.append("finished")
+
+    front = LeanFront(unreachable)
+    key = world.keys["project"]
+    assert post_event(front, key) == "202 Accepted"
+    request_started.connect(started)
+    request_finished.connect(finished)
+    try:
+        assert post_event(front, key) == "202 Accepted"
+    finally:
+        request_started.disconnect(started)
+        request_finished.disconnect(finished)
+    assert post_event(front, key) == "202 Accepted"
+    assert heard == ["started", "finished"]
