@@ -69,11 +69,19 @@ class RateDecision:
     reset: int
 
     def apply(self, response: HttpResponseBase) -> None:
-        response["RateLimit-Limit"] = str(self.limit)
-        response["RateLimit-Remaining"] = str(self.remaining)
-        response["RateLimit-Reset"] = str(self.reset)
+        for name, value in self.headers():
+            response[name] = value
+
+    def headers(self) -> list[tuple[str, str]]:
+        """The headers that tell the client, in the order `apply` sets them."""
+        headers = [
+            ("RateLimit-Limit", str(self.limit)),
+            ("RateLimit-Remaining", str(self.remaining)),
+            ("RateLimit-Reset", str(self.reset)),
+        ]
         if not self.allowed:
-            response["Retry-After"] = str(self.reset)
+            headers.append(("Retry-After", str(self.reset)))
+        return headers
 
 
 def rate_limit_for(key: KeyRecord) -> int:

@@ -11,7 +11,7 @@ the route and its converted arguments are the ones Django would pick, and only p
 start as such a route does pay for the resolving.
 
 What the handler and middleware stack would have done around such a request is done here
-too: the Host check, the request id (`X-Request-Id`), the request metrics, the
+too: the Host check, the request id (`X-Request-Id`), the request metrics, the work of the
 `request_started` and `request_finished` signals (database connections are tidied there),
 the headers the security middleware adds, and `Content-Length`. Anything out of the
 ordinary (a Host Django would refuse, an `Accept` other than JSON or anything, a body that
@@ -32,6 +32,11 @@ from typing import Any, Protocol
 import orjson
 from django.conf import settings
 from django.core import signals
+from django.core.cache import close_caches
+from django.core.handlers.base import reset_urlconf
+from django.core.signals import setting_changed
+from django.db import close_old_connections, reset_queries
+from django.dispatch import Signal, receiver
 from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
 from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, resolve
@@ -71,6 +76,8 @@ class LeanRequest:
         self.META = environ
         self.body = body
         self.auth: Any = None
+        # The project the checks settle on (tenancy/api/permissions.py), None until then.
+        self.project: Any = None
         # The view instance serving it (its `max_body_bytes` bounds the body).
         self.view: Any = None
         self._parse = parse
@@ -281,10 +288,29 @@ def _read_body(environ: dict[str, Any]) -> bytes | None:
     return body
 
 
-def _security_headers(environ: dict[str, Any]) -> list[tuple[str, str]]:
+# What SecurityMiddleware and XFrameOptionsMiddleware add to an API answer, by whether
+# HSTS applies (SECURE_HSTS_SECONDS set, a secure request): made from the settings once,
+# and again after a setting changes (tests), instead of reading six settings a request.
+_SECURITY_HEADERS: dict[bool, tuple[tuple[str, str], ...]] = {}
+
+
+def _security_headers(environ: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """What SecurityMiddleware and XFrameOptionsMiddleware add to an API answer."""
+    hsts = bool(settings.SECURE_HSTS_SECONDS) and _is_secure(environ)
+    headers = _SECURITY_HEADERS.get(hsts)
+    if headers is None:
+        headers = _SECURITY_HEADERS[hsts] = tuple(_security_headers_made(hsts))
+    return headers
+
+
+@receiver(setting_changed)
+def _security_headers_forget(**kwargs: Any) -> None:
+    _SECURITY_HEADERS.clear()
+
+
+def _security_headers_made(hsts: bool) -> list[tuple[str, str]]:
     headers = []
-    if settings.SECURE_HSTS_SECONDS and _is_secure(environ):
+    if hsts:
         value = f"max-age={settings.SECURE_HSTS_SECONDS}"
         if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
             value += "; includeSubDomains"
@@ -304,6 +330,46 @@ def _security_headers(environ: dict[str, Any]) -> list[tuple[str, str]]:
     return headers
 
 
+# Django's own receivers of the request signals, as each signal lists them: started resets
+# the query log and closes database connections that are broken or past CONN_MAX_AGE;
+# finished closes such connections again, then the caches' and resets the URLconf.
+_NO_SENDER = id(None)
+_STARTED = ((id(reset_queries), _NO_SENDER), (id(close_old_connections), _NO_SENDER))
+_FINISHED = (
+    (id(close_old_connections), _NO_SENDER),
+    (id(close_caches), _NO_SENDER),
+    (id(reset_urlconf), _NO_SENDER),
+)
+
+
+def _receivers(signal: Signal) -> tuple[Any, ...]:
+    return tuple(entry[0] for entry in signal.receivers)
+
+
+def request_started(environ: dict[str, Any]) -> None:
+    """What Django's handler does at the start of a request by sending `request_started`.
+    While its receivers are Django's own, they are called here in the signal's order
+    without its dispatch (looking up the live receivers under a lock, for both signals,
+    cost as much as the receivers' work); with any other receiver connected, or one of
+    them disconnected (as tests do), the signal is sent."""
+    if _receivers(signals.request_started) != _STARTED:
+        signals.request_started.send(sender=LeanFront, environ=environ)
+        return
+    reset_queries()
+    close_old_connections()
+
+
+def request_finished() -> None:
+    """What Django's handler does at the end of a request by sending `request_finished`,
+    as `request_started` does it."""
+    if _receivers(signals.request_finished) != _FINISHED:
+        signals.request_finished.send(sender=LeanFront)
+        return
+    close_old_connections()
+    close_caches()
+    reset_urlconf(sender=None)
+
+
 def serve(match: Match, environ: dict[str, Any], body: bytes) -> LeanAnswer:
     """Answers one request by its lean view, with what Django's handler and middleware
     would have done around it."""
@@ -311,7 +377,7 @@ def serve(match: Match, environ: dict[str, Any], body: bytes) -> LeanAnswer:
     started = time.perf_counter()
     request_id = request_id_from(environ.get("HTTP_X_REQUEST_ID"))
     token = request_id_set(request_id)
-    signals.request_started.send(sender=LeanFront, environ=environ)
+    request_started(environ)
     try:
         try:
             answer = route.view.lean_dispatch(LeanRequest(environ, body, _json_body), match.kwargs)
@@ -320,7 +386,7 @@ def serve(match: Match, environ: dict[str, Any], body: bytes) -> LeanAnswer:
             answer = _failure()
     finally:
         try:
-            signals.request_finished.send(sender=LeanFront)
+            request_finished()
         finally:
             request_id_reset(token)
     answer.headers.extend(_security_headers(environ))

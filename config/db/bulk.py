@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
-from config.db.cursor import binary_cursor, server_sessions
+from config.db.cursor import server_sessions, statement_cursor
 
 M = TypeVar("M", bound=models.Model)
 # A statement's parameters: in order, or by name.
@@ -36,21 +36,27 @@ def _execute(
     server connection and run on another)."""
     if prepare and not server_sessions():
         prepare = None
-    with connection.wrap_database_errors, binary_cursor() as cursor:
-
-        def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
-            cursor.execute(sql, params, binary=binary, prepare=prepare)
-
-        run = functools.reduce(
-            lambda inner, wrapper: functools.partial(wrapper, inner),
-            connection.execute_wrappers,
-            execute,
-        )
+    # This thread's connection, looked up once: each attribute read through Django's
+    # `connection` proxy looks it up again.
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.wrap_database_errors:
+        cursor = statement_cursor(db)
         started = time.monotonic()
-        run(sql, params, False, {"connection": connection, "cursor": cursor})
+        wrappers = db.execute_wrappers
+        if wrappers:
+
+            def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
+                cursor.execute(sql, params, binary=binary, prepare=prepare)
+
+            run = functools.reduce(
+                lambda inner, wrapper: functools.partial(wrapper, inner), wrappers, execute
+            )
+            run(sql, params, False, {"connection": db, "cursor": cursor})
+        else:
+            cursor.execute(sql, params, binary=binary, prepare=prepare)
         rows = cursor.fetchall() if cursor.description is not None else []
-    if connection.queries_logged:
-        connection.queries_log.append({"sql": sql, "time": f"{time.monotonic() - started:.3f}"})
+    if db.queries_logged:
+        db.queries_log.append({"sql": sql, "time": f"{time.monotonic() - started:.3f}"})
     return rows
 
 

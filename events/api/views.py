@@ -1,10 +1,13 @@
 """`POST /events`, `POST /events/batch` and `GET /event-types`."""
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.api.errors import ServiceError, ValidationFailed
+from config.api.lean import LeanRequest
 from config.api.pagination import paginate
 from events.api.serializers import (
     EventAcceptedSerializer,
@@ -19,7 +22,7 @@ from events.selectors import event_type_list
 from events.services.ingest import IngestResult, event_ingest, event_ingest_batch
 from events.validation import EventInput, batch_items_parse, error_object, event_input_parse
 from tenancy.api.base import ProjectView
-from tenancy.models import Scope
+from tenancy.models import Project, Scope
 
 
 class EventIngestView(ProjectView):
@@ -38,9 +41,15 @@ class EventIngestView(ProjectView):
         },
     )
     def post(self, request: Request) -> Response:
-        item = event_input_parse(request.data, project=self.project)
-        result = event_ingest(project=self.project, item=item)
-        return Response(result.as_dict(), status=200 if result.duplicate else 202)
+        status, data = self.lean_post(request, self.project)
+        return Response(data, status=status)
+
+    @staticmethod
+    def lean_post(request: Request | LeanRequest, project: Project) -> tuple[int, dict[str, Any]]:
+        """The answer to a submission, on both paths (the lean path calls it directly)."""
+        item = event_input_parse(request.data, project=project)
+        result = event_ingest(project=project, item=item)
+        return (200 if result.duplicate else 202), result.as_dict()
 
 
 # Room for a full batch (500 events) with payloads at the default 64 KiB limit and their

@@ -244,6 +244,34 @@ def test_a_resent_event_is_the_same_duplicate_both_ways(apps, world):
     assert again.json()["data"] == {**first.json()["data"], "duplicate": True}
 
 
+def test_the_security_headers_follow_the_settings_both_ways(world, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.SECURE_HSTS_SECONDS = 3600
+    settings.SECURE_HSTS_PRELOAD = True
+    secure = {"HTTP_X_FORWARDED_PROTO": "https"}
+
+    def send(headers: dict[str, str]) -> Answer:
+        # Django's middleware reads the settings when its handler loads it.
+        django = WSGIHandler()
+        lean, route = both(
+            (LeanFront(Counting(django)), django),
+            lambda: environ(
+                "POST", "/events", key=world.keys["project"], body=EVENT, headers=headers
+            ),
+        )
+        assert route is not None
+        return lean
+
+    assert send(secure).headers["strict-transport-security"] == "max-age=3600; preload"
+    assert "strict-transport-security" not in send({}).headers
+    # A changed setting counts at the next request.
+    settings.SECURE_REFERRER_POLICY = ["no-referrer", "strict-origin"]
+    settings.SECURE_HSTS_SECONDS = 60
+    answer = send(secure)
+    assert answer.headers["referrer-policy"] == "no-referrer,strict-origin"
+    assert answer.headers["strict-transport-security"] == "max-age=60; preload"
+
+
 def test_a_rate_limited_key_is_refused_the_same_both_ways(apps, world, settings):
     settings.API_RATE_LIMIT = 1
     front, django = apps
