@@ -11,6 +11,8 @@ effect. Nothing else in the code uses a library's private parts.
   connection exists.
 - Django model instances are made without `Model.__init__`: their `_state` is built here,
   and a foreign key's related instance is cached where `select_related` puts it.
+- A Django signal's connected receivers are read by their lookup keys (the lean path calls
+  the request signals' own receivers directly while they are the only ones).
 """
 
 from collections.abc import Callable, Iterator
@@ -22,6 +24,7 @@ import httpcore
 import httpx
 from django.db import models
 from django.db.models.base import ModelState
+from django.dispatch import Signal
 from httpx._transports.default import map_httpcore_exceptions
 
 M = TypeVar("M", bound=models.Model)
@@ -88,3 +91,9 @@ def related_cache(instance: models.Model) -> dict[str, Any]:
     `select_related` fills and the field's descriptor reads first)."""
     cache: dict[str, Any] = instance._state.fields_cache
     return cache
+
+
+def receiver_keys(signal: Signal) -> tuple[tuple[int, int], ...]:
+    """The lookup keys of `signal`'s connected receivers, in the order it calls them: each
+    `(id(receiver), id(sender))`, the sender `None` for a receiver of every sender."""
+    return tuple(entry[0] for entry in signal.receivers)

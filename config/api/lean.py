@@ -36,7 +36,7 @@ from django.core.cache import close_caches
 from django.core.handlers.base import reset_urlconf
 from django.core.signals import setting_changed
 from django.db import close_old_connections, reset_queries
-from django.dispatch import Signal, receiver
+from django.dispatch import receiver
 from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
 from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, resolve
@@ -44,6 +44,7 @@ from django.urls.resolvers import RoutePattern
 
 from config.api.envelope import error_body
 from config.api.parsers import body_limit, json_body
+from config.libinternals import receiver_keys
 from config.observability.metrics import request_observe
 from config.observability.requestcontext import request_id_from, request_id_reset, request_id_set
 
@@ -342,17 +343,13 @@ _FINISHED = (
 )
 
 
-def _receivers(signal: Signal) -> tuple[Any, ...]:
-    return tuple(entry[0] for entry in signal.receivers)
-
-
 def request_started(environ: dict[str, Any]) -> None:
     """What Django's handler does at the start of a request by sending `request_started`.
     While its receivers are Django's own, they are called here in the signal's order
     without its dispatch (looking up the live receivers under a lock, for both signals,
     cost as much as the receivers' work); with any other receiver connected, or one of
     them disconnected (as tests do), the signal is sent."""
-    if _receivers(signals.request_started) != _STARTED:
+    if receiver_keys(signals.request_started) != _STARTED:
         signals.request_started.send(sender=LeanFront, environ=environ)
         return
     reset_queries()
@@ -362,7 +359,7 @@ def request_started(environ: dict[str, Any]) -> None:
 def request_finished() -> None:
     """What Django's handler does at the end of a request by sending `request_finished`,
     as `request_started` does it."""
-    if _receivers(signals.request_finished) != _FINISHED:
+    if receiver_keys(signals.request_finished) != _FINISHED:
         signals.request_finished.send(sender=LeanFront)
         return
     close_old_connections()

@@ -12,14 +12,18 @@ import hpack
 import httpcore
 import httpx
 import pytest
+from django.core.signals import request_finished, request_started
 from django.db import connection
+from django.dispatch import Signal
 
 from bench import keys
 from bench.standins import ApnsStandin
+from config.api import lean
 from config.libinternals import (
     h2_encoders,
     httpx_errors,
     instance_blank,
+    receiver_keys,
     related_cache,
     transport_over,
 )
@@ -194,3 +198,26 @@ def test_a_related_instance_put_in_the_cache_is_what_its_foreign_key_reads(
     with django_assert_num_queries(0):
         assert project.team is world.team
     assert connection.alias == project._state.db
+
+
+def test_a_signal_s_receivers_are_read_by_their_lookup_keys_in_calling_order():
+    signal = Signal()
+
+    def first(**kwargs: Any) -> None: ...
+
+    def second(**kwargs: Any) -> None: ...
+
+    sender = object()
+    signal.connect(first)
+    signal.connect(second, sender=sender)
+    assert receiver_keys(signal) == ((id(first), id(None)), (id(second), id(sender)))
+    signal.disconnect(first)
+    assert receiver_keys(signal) == ((id(second), id(sender)),)
+
+
+def test_the_lean_path_knows_django_s_own_request_signal_receivers():
+    """The lean path calls the request signals' receivers directly only while they are
+    exactly Django's own (config/api/lean.py): when Django changes them, this fails
+    rather than the lean path quietly falling back to sending the signals."""
+    assert receiver_keys(request_started) == lean._STARTED
+    assert receiver_keys(request_finished) == lean._FINISHED
