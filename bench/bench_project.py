@@ -1,7 +1,9 @@
 """Authenticated `GET /project` against a raw psycopg `SELECT` of the same project row, with
 `ceiling_ratio` against `ceiling_project_get_c{N}` (bench/ceiling.py: the same request and
-SELECT with no framework, served the same way), measured beside it and printed as its own
-line against the same raw baseline."""
+SELECT with no framework, served by the same server, bench/ceiling_front.py), measured
+beside it and printed as its own line against the same raw baseline. At 8 clients the
+ceiling is measured on granian's WSGI interface too (`ceiling_wsgi_project_get_c8`, and
+`wsgi_ceiling_ratio` on the API's line)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from typing import Any
 from bench.harness import Context
 
 CONCURRENCY = (1, 8, 32)
+# Where the ceiling is measured on granian's WSGI interface too (`ceiling_wsgi_*`).
+WSGI_CEILING_CONCURRENCY = (8,)
 
 
 def run(ctx: Context) -> Iterator[dict[str, Any]]:
@@ -31,8 +35,10 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         baseline = ctx.sql(
             "SELECT * FROM tenancy_project WHERE id = %s", (project_id,), concurrency=clients
         )
-        ceiling = ctx.ceiling_line("project_get", clients, baseline)
+        ceilings = [ctx.ceiling_line("project_get", clients, baseline)]
+        if clients in WSGI_CEILING_CONCURRENCY:
+            ceilings.append(ctx.ceiling_line("project_get", clients, baseline, interface="wsgi"))
         yield ctx.with_ceiling(
             ctx.result(f"project_get_c{clients}", measured, baseline), "project_get"
         )
-        yield ceiling
+        yield from ceilings

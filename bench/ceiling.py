@@ -1,6 +1,6 @@
 """The lean ceiling: the work of two API requests done with no framework, for the bench to
-serve with the API server's own server and settings (`granian --interface wsgi
-bench.ceiling:application`, see `CeilingServer` in bench/harness.py).
+serve with the API server's own server and settings (bench/ceiling_front.py, and on
+granian's WSGI interface for comparison: `CeilingServer` in bench/harness.py).
 
 - `POST /events`: the key checked against the one held in memory, the body parsed with
   orjson and checked for a non-empty `event`, the API's single-event INSERT (the same

@@ -251,28 +251,51 @@ class Server:
 
 class CeilingServer(Server):
     """The lean ceiling (bench/ceiling.py: the same work as two API requests with no
-    framework) served by the API's server (granian's WSGI interface, or gunicorn when the
-    bench runs on it) with the API server's workers and threads, against the bench
-    database, knowing one key from its environment."""
+    framework) with the API server's workers and threads, against the bench database,
+    knowing one key from its environment.
 
-    def __init__(self, settings: BenchSettings, *, key: str, project_id: str) -> None:
+    `interface="rsgi"` (the ceiling every `ceiling_ratio` is taken against) serves it as the
+    API is served: granian's RSGI interface and the front that reads bodies first
+    (bench/ceiling_front.py, config/net/rsgiserver.py), with the API server's settings.
+    `interface="wsgi"` serves the same application on granian's WSGI interface, which has
+    no body timeout (config/net/rsgiserver.py says why the API does not run on it): the
+    `ceiling_wsgi_*` lines, and `wsgi_ceiling_ratio`, show what the front itself costs.
+    With BENCH_SERVER=gunicorn both are gunicorn's, as the API's server then is."""
+
+    def __init__(
+        self, settings: BenchSettings, *, key: str, project_id: str, interface: str = "rsgi"
+    ) -> None:
         super().__init__(settings)
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": settings.database_url,
-            "CEILING_KEYS": json.dumps({key: project_id}),
-            "CEILING_THREADS": str(settings.server_threads),
-            "PYTHONUNBUFFERED": "1",
-        }
+        self.interface = interface
+        self.env.update(
+            {
+                "CEILING_KEYS": json.dumps({key: project_id}),
+                "CEILING_THREADS": str(settings.server_threads),
+                "SERVER_THREADS": str(settings.server_threads),
+            }
+        )
 
     @property
     def label(self) -> str:
-        return "the ceiling"
+        return "the ceiling" if self.interface == "rsgi" else "the ceiling (WSGI interface)"
 
     def command(self) -> list[str]:
         workers, threads = self.settings.server_workers, self.settings.server_threads
         if self.settings.server == "gunicorn":
             return self.gunicorn("bench.ceiling:application")
+        if self.interface == "rsgi":
+            return [
+                str(BIN / "granian"),
+                "--interface=rsgi",
+                "--loop=uvloop",
+                "--no-ws",
+                "--host=127.0.0.1",
+                f"--port={self.port}",
+                f"--workers={workers}",
+                "--respawn-failed-workers",
+                "--no-access-log",
+                "bench.ceiling_front:application",
+            ]
         return [
             str(BIN / "granian"),
             "--interface=wsgi",
@@ -314,9 +337,11 @@ class Context:
     _server: Server | None = None
     _keys: dict[str, Any] | None = None
     _lock: BenchLock | None = None
-    _ceiling: CeilingServer | None = None
-    # The ceiling's measurements of this run, by work and concurrency (`ceiling_measure`).
-    _ceilings: dict[tuple[str, int], Measurement] = field(default_factory=dict)
+    # The ceiling's servers by interface ("rsgi", "wsgi"; `ceiling`).
+    _ceiling_servers: dict[str, CeilingServer] = field(default_factory=dict)
+    # The ceiling's measurements of this run, by interface, work and concurrency
+    # (`ceiling_measure`).
+    _ceilings: dict[tuple[str, str, int], Measurement] = field(default_factory=dict)
 
     def server(self) -> Server:
         """The running production server; started (fresh database) on first use."""
@@ -335,48 +360,62 @@ class Context:
             self._keys = json.loads(self.server().manage("bootstrap", "--json"))
         return self._keys
 
-    def ceiling(self) -> CeilingServer:
-        """The running lean ceiling (bench/ceiling.py) with the project key; started on
-        first use, stopped at the end of the run."""
-        if self._ceiling is None:
+    def ceiling(self, interface: str = "rsgi") -> CeilingServer:
+        """The running lean ceiling (bench/ceiling.py) with the project key, served on
+        `interface` (CeilingServer); started on first use, stopped at the end of the run."""
+        if interface not in self._ceiling_servers:
             keys = self.keys()
             ceiling = CeilingServer(
-                self.settings, key=keys["keys"]["project"], project_id=keys["project_id"]
+                self.settings,
+                key=keys["keys"]["project"],
+                project_id=keys["project_id"],
+                interface=interface,
             )
-            self._ceiling = ceiling
+            self._ceiling_servers[interface] = ceiling
             ceiling.start()
-        return self._ceiling
+        return self._ceiling_servers[interface]
 
-    def ceiling_measure(self, work: str, concurrency: int, *, fresh: bool = False) -> Measurement:
+    def ceiling_measure(
+        self, work: str, concurrency: int, *, fresh: bool = False, interface: str = "rsgi"
+    ) -> Measurement:
         """The ceiling doing `work` (a CEILING_WORK name) at `concurrency` clients for the
         run's duration: measured the first time a line asks for it (again when `fresh`) and
         kept for the run, for every line that compares with it."""
-        if fresh or (work, concurrency) not in self._ceilings:
+        if fresh or (interface, work, concurrency) not in self._ceilings:
             method, path, body = CEILING_WORK[work]
-            self._ceilings[work, concurrency] = self.http(
+            self._ceilings[interface, work, concurrency] = self.http(
                 path,
                 method=method,
                 key=self.keys()["keys"]["project"],
                 body=body,
                 concurrency=concurrency,
-                server=self.ceiling(),
+                server=self.ceiling(interface),
             )
-        return self._ceilings[work, concurrency]
+        return self._ceilings[interface, work, concurrency]
 
-    def ceiling_line(self, work: str, concurrency: int, baseline: Measurement) -> dict[str, Any]:
-        """The ceiling's own line, `ceiling_<work>_c<N>`, against the raw psycopg baseline
-        of the API line it stands beside; measured now, and kept for the run."""
-        measured = self.ceiling_measure(work, concurrency, fresh=True)
-        return self.result(f"ceiling_{work}_c{concurrency}", measured, baseline)
+    def ceiling_line(
+        self, work: str, concurrency: int, baseline: Measurement, *, interface: str = "rsgi"
+    ) -> dict[str, Any]:
+        """The ceiling's own line, `ceiling_<work>_c<N>` (`ceiling_wsgi_<work>_c<N>` on
+        granian's WSGI interface), against the raw psycopg baseline of the API line it
+        stands beside; measured now, and kept for the run."""
+        measured = self.ceiling_measure(work, concurrency, fresh=True, interface=interface)
+        prefix = "ceiling" if interface == "rsgi" else f"ceiling_{interface}"
+        return self.result(f"{prefix}_{work}_c{concurrency}", measured, baseline)
 
     def with_ceiling(self, line: dict[str, Any], work: str) -> dict[str, Any]:
         """An API line with the ceiling doing `work` at the line's concurrency beside it:
         which (`ceiling`), its rate (`ceiling_ops_per_s`) and `ceiling_ratio`, the line's
-        `ops_per_s` over it."""
-        ceiling = self.ceiling_measure(work, line["concurrency"]).ops_per_s
-        line["ceiling"] = f"ceiling_{work}_c{line['concurrency']}"
+        `ops_per_s` over it; and `wsgi_ceiling_ratio` where the run measured the ceiling on
+        granian's WSGI interface at that concurrency too."""
+        concurrency = line["concurrency"]
+        ceiling = self.ceiling_measure(work, concurrency).ops_per_s
+        line["ceiling"] = f"ceiling_{work}_c{concurrency}"
         line["ceiling_ops_per_s"] = round(ceiling, 1)
         line["ceiling_ratio"] = round(line["ops_per_s"] / ceiling, 4) if ceiling else None
+        wsgi = self._ceilings.get(("wsgi", work, concurrency))
+        if wsgi is not None and wsgi.ops_per_s:
+            line["wsgi_ceiling_ratio"] = round(line["ops_per_s"] / wsgi.ops_per_s, 4)
         return line
 
     @property
@@ -500,9 +539,9 @@ class Context:
         return line
 
     def close(self) -> None:
-        if self._ceiling is not None:
-            self._ceiling.stop()
-            self._ceiling = None
+        for ceiling in self._ceiling_servers.values():
+            ceiling.stop()
+        self._ceiling_servers.clear()
         if self._server is not None:
             self._server.stop()
             self._server = None
