@@ -193,7 +193,7 @@ _server: Server[Any] | None = None
 _local = threading.local()
 
 
-def _shared_server() -> Server[Any]:
+def shared_server() -> Server[Any]:
     """The low-level server: built once per process, shared by every request's manager."""
     global _server
     if _server is None:
@@ -316,7 +316,7 @@ async def _single_exchange(request: Request, message: types.JSONRPCRequest) -> R
     """Answers a `_single_call` as the stateless transport does: the request runner's
     result, or its error mapped as the SDK's JSON-RPC dispatcher maps it (an `MCPError`
     as itself, invalid parameters, else code 0 with the message), as one JSON body."""
-    server = _shared_server()
+    server = shared_server()
     version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER, types.DEFAULT_NEGOTIATED_VERSION)
     context = _OneRequest(
         transport=TransportContext(kind="streamable-http", can_send_request=False),
@@ -375,7 +375,7 @@ async def _through_manager(scope: dict[str, Any], body: bytes) -> ResponseParts:
 
     try:
         manager = StreamableHTTPSessionManager(
-            app=_shared_server(),
+            app=shared_server(),
             json_response=True,
             stateless=True,
             security_settings=_SECURITY,

@@ -7,10 +7,9 @@ import uuid
 from typing import Any
 
 from django.db import connection
-from django.http import HttpRequest
 
 from agent.catalog import Catalog
-from agent.dispatch import ToolOutcome, project_uuid, tool_run
+from agent.dispatch import Outer, ToolOutcome, project_uuid, tool_run
 from agent.models import ToolCall
 from config.runtime import clock
 from tenancy.access import KeyRecord
@@ -70,7 +69,7 @@ def tool_call_perform(
     arguments: dict[str, Any] | None,
     key: KeyRecord,
     rate_limit: RateDecision | None,
-    outer: HttpRequest,
+    outer: Outer,
 ) -> ToolOutcome:
     """Runs a tool call and records it in the audit, whatever its outcome."""
     started_at = clock.now()
