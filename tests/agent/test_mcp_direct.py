@@ -163,12 +163,14 @@ def test_tool_failures_answer_the_same_both_ways(apps, world, owner, contact, ca
         arguments = {key: names.get(value, value) for key, value in arguments.items()}
     body = _tool_call(name, arguments, request_id="text-id", modern=modern)
     version = MODERN if modern else "2025-11-25"
+    before = ToolCall.objects.count()
 
     answer, direct = _both(apps, _mcp(owner, body, **_headers(body, version=version)))
 
     assert direct
     assert answer.json()["id"] == "text-id"
     assert answer.json()["result"]["isError"] is (name != "contacts_lookup")
+    assert ToolCall.objects.count() == before + 2
 
 
 @pytest.mark.parametrize("modern", [False, True])
