@@ -5,14 +5,20 @@ text of a result read as the JSON it repeats; values new on every call aside). R
 the SDK answers its own way still reach it."""
 
 import json
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import pytest
+from django.core.handlers.wsgi import WSGIHandler
 
+from agent import views
 from agent.models import ToolCall
 from automations.models import Automation, AutomationStatus
+from config.api.lean import LeanFront
+from tests.agent.conftest import Mcp, data, error
 from tests.automations.factories import AutomationFactory
 from tests.config.test_lean import Answer, Counting, call, environ
 from tests.config.test_lean import apps as apps
@@ -316,3 +322,67 @@ def test_other_methods_reach_the_view(apps, world, owner, method):
     full = call(django, environ(method, "/mcp", key=owner, headers={"HTTP_ACCEPT": ACCEPT}))
     assert front.django.calls == passed + 1
     assert lean.status == full.status == "405 Method Not Allowed"
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+class _ThreadedServer(WSGIServer):
+    # One thread per connection: the client keeps one open while it opens another.
+    def process_request(self, request: Any, client_address: Any) -> None:
+        threading.Thread(target=self._serve, args=(request, client_address), daemon=True).start()
+
+    def _serve(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+
+@pytest.fixture
+def front_url() -> Iterator[str]:
+    """The WSGI application the servers run (the lean front before Django's handler)."""
+    server = make_server(
+        "127.0.0.1",
+        0,
+        LeanFront(WSGIHandler()),
+        server_class=_ThreadedServer,
+        handler_class=_Quiet,
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("modern", [False, True])
+def test_the_official_clients_tool_calls_are_answered_directly(
+    monkeypatch, front_url, world, owner, modern
+):
+    answered: list[str] = []
+    answer = views.direct_answer
+
+    def counted(call: Any, **kwargs: Any) -> Any:
+        answered.append(call.name)
+        return answer(call, **kwargs)
+
+    monkeypatch.setattr(views, "direct_answer", counted)
+    p = {"project_id": str(world.project.id)}
+
+    async def work(session: Any) -> Any:
+        made = await session.call_tool("contacts_upsert", {**p, "email": "sdk@example.com"})
+        found = await session.call_tool("contacts_get", {**p, "contact_id": data(made)["id"]})
+        missing = await session.call_tool("contacts_get", {**p, "contact_id": "nope"})
+        listed = await session.list_tools()
+        return made, found, missing, listed
+
+    made, found, missing, listed = Mcp(front_url).run(owner, work, modern=modern)
+
+    assert answered == ["contacts_upsert", "contacts_get", "contacts_get"]
+    assert data(found)["id"] == data(made)["id"]
+    assert data(found)["email"] == "sdk@example.com"
+    assert error(missing)["issues"][0]["path"] == "contact_id"
+    assert any(tool.name == "contacts_get" for tool in listed.tools)
