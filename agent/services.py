@@ -6,7 +6,6 @@ import time
 import uuid
 from typing import Any
 
-
 from agent.catalog import Catalog
 from agent.dispatch import Outer, ToolOutcome, project_uuid, tool_run
 from agent.models import ToolCall
