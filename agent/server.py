@@ -10,6 +10,9 @@ Django (the tool call, its audit row) is queued and run on that thread between t
 of the loop, while no loop is running, so Django's ORM runs as it does in any view (its
 own thread, its own connection) and nothing crosses threads. Stateless mode keeps nothing between
 requests, so any thread of any process answers any call.
+
+A tool call that comes on the lean path is answered by `agent.direct` without any of this;
+what reaches this module is what that path leaves to the SDK.
 """
 
 import asyncio

@@ -4,21 +4,24 @@ its middleware stack and DRF's dispatch, by the same view code.
 A view class takes part by naming the methods it serves so (`lean_methods`) and giving a
 `lean_dispatch(request) -> LeanAnswer` classmethod (tenancy/api/base.py ProjectView: the
 same authentication, rate limit, project and scope checks, handler and error envelope as
-its DRF dispatch). This module knows no app: it finds those views in the URLconf and
-serves the requests that match one. A path without parameters is found in a dict; a path
-with parameters (`/contacts/<uuid:contact_id>`) is resolved by Django's own resolver, so
-the route and its converted arguments are the ones Django would pick, and only paths that
-start as such a route does pay for the resolving.
+its DRF dispatch), and a `lean_takes(environ, body)` classmethod that may pass a request
+to Django once it has read it, before anything is checked or counted (the MCP endpoint,
+agent/views.py, takes only the tool calls it answers exactly as the SDK does). This
+module knows no app: it finds those views in the URLconf and serves the requests that
+match one. A path without parameters is found in a dict; a path with parameters
+(`/contacts/<uuid:contact_id>`) is resolved by Django's own resolver, so the route and its
+converted arguments are the ones Django would pick, and only paths that start as such a
+route does pay for the resolving.
 
 What the handler and middleware stack would have done around such a request is done here
 too: the Host check, the request id (`X-Request-Id`), the request metrics, the work of the
 `request_started` and `request_finished` signals (database connections are tidied there),
 the headers the security middleware adds, and `Content-Length`. Anything out of the
-ordinary (a Host Django would refuse, an `Accept` other than JSON or anything, a body that
-is not plain `application/json` or is compressed, a forwarded host) is passed to Django
-untouched, which answers it as it always has: the lean path only takes requests whose
-answer it gives exactly as Django would (tests/config/test_lean.py sends every case both
-ways).
+ordinary (a Host Django would refuse, an `Accept` other than JSON or anything unless the
+view reads it itself (`lean_own_accept`), a body that is not plain `application/json` or
+is compressed, a forwarded host) is passed to Django untouched, which answers it as it
+always has: the lean path only takes requests whose answer it gives exactly as Django
+would (tests/config/test_lean.py sends every case both ways).
 """
 
 import io
