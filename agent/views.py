@@ -151,8 +151,11 @@ class McpView(View):
     @classmethod
     def lean_takes(cls, environ: dict[str, Any], body: bytes) -> bool:
         call = direct_call(environ, body)
+        if call is None:
+            return False
+        # Read once: `lean_dispatch` finds it here.
         environ[direct.ENVIRON_KEY] = call
-        return call is not None
+        return True
 
     @classmethod
     def lean_dispatch(cls, request: LeanRequest, kwargs: dict[str, Any]) -> LeanAnswer:
