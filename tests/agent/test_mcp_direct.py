@@ -224,6 +224,30 @@ def test_a_session_header_is_ignored_both_ways(apps, world, owner, contact):
     assert "mcp-session-id" not in answer.headers
 
 
+@pytest.mark.parametrize(
+    ("modern", "meta", "headers"),
+    [
+        # A progress token: the single exchange has no stream to report progress on.
+        (False, {"progressToken": 5}, {}),
+        # Client info in the 2026 envelope, and an `Mcp-Param-*` header no tool declares.
+        (True, {"io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}, {}),
+        (True, {}, {"HTTP_MCP_PARAM_CONTACT_ID": "x"}),
+    ],
+)
+def test_what_a_call_may_carry_besides_answers_the_same_both_ways(
+    apps, world, owner, contact, modern, meta, headers
+):
+    arguments = {"project_id": str(world.project.id), "contact_id": contact["id"]}
+    body = _tool_call("contacts_get", arguments, modern=modern)
+    body["params"]["_meta"] = {**body["params"].get("_meta", {}), **meta}
+    version = MODERN if modern else "2025-11-25"
+
+    answer, direct = _both(apps, _mcp(owner, body, **_headers(body, version=version, **headers)))
+
+    assert direct
+    assert answer.json()["result"]["structuredContent"]["id"] == contact["id"]
+
+
 def test_a_publish_is_prepared_and_executed_the_same_both_ways(apps, world, owner):
     automation = AutomationFactory(project=world.project)
     p = {"project_id": str(world.project.id)}
