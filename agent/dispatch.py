@@ -20,12 +20,12 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 import orjson
 from django.core.handlers.wsgi import WSGIRequest
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpResponseBase
 from django.urls import Resolver404, ResolverMatch, resolve
 from rest_framework.response import Response
 
@@ -44,6 +44,16 @@ from tenancy.ratelimit import RateDecision
 logger = logging.getLogger(__name__)
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+
+
+class Outer(Protocol):
+    """The `/mcp` request a call came in (Django's, or the lean path's): the REST request
+    copies its key, host and scheme."""
+
+    META: dict[str, Any]
+
+    @property
+    def scheme(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -154,7 +164,7 @@ def _split(tool: AgentTool, arguments: dict[str, Any]) -> _Request:
     return _Request(path=path, query=query, body=body, project_id=project_id)
 
 
-def _inner_environ(outer: HttpRequest, method: str, call: _Request) -> tuple[dict[str, Any], bytes]:
+def _inner_environ(outer: Outer, method: str, call: _Request) -> tuple[dict[str, Any], bytes]:
     """The WSGI environ and body of the REST request a call stands for."""
     # `allow_nan` keeps a NaN an agent sent as the `NaN` REST would refuse, not a null.
     body = b"" if call.body is None else json.dumps(call.body, allow_nan=True).encode()
@@ -246,7 +256,7 @@ def tool_run(
     arguments: dict[str, Any] | None,
     key: KeyRecord,
     rate_limit: RateDecision | None,
-    outer: HttpRequest,
+    outer: Outer,
 ) -> ToolOutcome:
     """Runs one tool call as its REST request and reads the answer back. `key` and
     `rate_limit` are what the `/mcp` request decided (the key authenticated, the call

@@ -10,6 +10,9 @@ Django (the tool call, its audit row) is queued and run on that thread between t
 of the loop, while no loop is running, so Django's ORM runs as it does in any view (its
 own thread, its own connection) and nothing crosses threads. Stateless mode keeps nothing between
 requests, so any thread of any process answers any call.
+
+A tool call that comes on the lean path is answered by `agent.direct` without any of this;
+what reaches this module is what that path leaves to the SDK.
 """
 
 import asyncio
@@ -193,7 +196,7 @@ _server: Server[Any] | None = None
 _local = threading.local()
 
 
-def _shared_server() -> Server[Any]:
+def shared_server() -> Server[Any]:
     """The low-level server: built once per process, shared by every request's manager."""
     global _server
     if _server is None:
@@ -316,7 +319,7 @@ async def _single_exchange(request: Request, message: types.JSONRPCRequest) -> R
     """Answers a `_single_call` as the stateless transport does: the request runner's
     result, or its error mapped as the SDK's JSON-RPC dispatcher maps it (an `MCPError`
     as itself, invalid parameters, else code 0 with the message), as one JSON body."""
-    server = _shared_server()
+    server = shared_server()
     version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER, types.DEFAULT_NEGOTIATED_VERSION)
     context = _OneRequest(
         transport=TransportContext(kind="streamable-http", can_send_request=False),
@@ -375,7 +378,7 @@ async def _through_manager(scope: dict[str, Any], body: bytes) -> ResponseParts:
 
     try:
         manager = StreamableHTTPSessionManager(
-            app=_shared_server(),
+            app=shared_server(),
             json_response=True,
             stateless=True,
             security_settings=_SECURITY,

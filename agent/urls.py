@@ -1,7 +1,7 @@
 from django.urls import path
 
-from agent.views import mcp_view
+from agent.views import McpView
 
 urlpatterns = [
-    path("mcp", mcp_view, name="mcp"),
+    path("mcp", McpView.as_view(), name="mcp"),
 ]

@@ -4,21 +4,24 @@ its middleware stack and DRF's dispatch, by the same view code.
 A view class takes part by naming the methods it serves so (`lean_methods`) and giving a
 `lean_dispatch(request) -> LeanAnswer` classmethod (tenancy/api/base.py ProjectView: the
 same authentication, rate limit, project and scope checks, handler and error envelope as
-its DRF dispatch). This module knows no app: it finds those views in the URLconf and
-serves the requests that match one. A path without parameters is found in a dict; a path
-with parameters (`/contacts/<uuid:contact_id>`) is resolved by Django's own resolver, so
-the route and its converted arguments are the ones Django would pick, and only paths that
-start as such a route does pay for the resolving.
+its DRF dispatch), and a `lean_takes(environ, body)` classmethod that may pass a request
+to Django once it has read it, before anything is checked or counted (the MCP endpoint,
+agent/views.py, takes only the tool calls it answers exactly as the SDK does). This
+module knows no app: it finds those views in the URLconf and serves the requests that
+match one. A path without parameters is found in a dict; a path with parameters
+(`/contacts/<uuid:contact_id>`) is resolved by Django's own resolver, so the route and its
+converted arguments are the ones Django would pick, and only paths that start as such a
+route does pay for the resolving.
 
 What the handler and middleware stack would have done around such a request is done here
 too: the Host check, the request id (`X-Request-Id`), the request metrics, the work of the
 `request_started` and `request_finished` signals (database connections are tidied there),
 the headers the security middleware adds, and `Content-Length`. Anything out of the
-ordinary (a Host Django would refuse, an `Accept` other than JSON or anything, a body that
-is not plain `application/json` or is compressed, a forwarded host) is passed to Django
-untouched, which answers it as it always has: the lean path only takes requests whose
-answer it gives exactly as Django would (tests/config/test_lean.py sends every case both
-ways).
+ordinary (a Host Django would refuse, an `Accept` other than JSON or anything unless the
+view reads it itself (`lean_own_accept`), a body that is not plain `application/json` or
+is compressed, a forwarded host) is passed to Django untouched, which answers it as it
+always has: the lean path only takes requests whose answer it gives exactly as Django
+would (tests/config/test_lean.py sends every case both ways).
 """
 
 import io
@@ -101,6 +104,11 @@ class LeanRequest:
         return self._data
 
     @property
+    def scheme(self) -> str:
+        """`http` or `https`, as Django's request reads it (behind a proxy, its header)."""
+        return "https" if _is_secure(self.META) else "http"
+
+    @property
     def query_params(self) -> QueryDict:
         if self._query is None:
             self._query = QueryDict(self.META.get("QUERY_STRING", ""))
@@ -113,6 +121,17 @@ class BodyParser(Protocol):
 
 class LeanView(Protocol):
     lean_methods: frozenset[str]
+    # Whether the view reads `Accept` itself (nothing in Django's handler or middleware
+    # does), so that a request takes the lean path whatever it accepts; a DRF view
+    # negotiates, so only JSON or anything is taken.
+    lean_own_accept: bool
+
+    @classmethod
+    def lean_takes(cls, environ: dict[str, Any], body: bytes) -> bool:
+        """Whether the view answers this request on the lean path exactly as through
+        Django; False passes it to Django. Runs before anything is checked or counted, so
+        it only reads the request (and may keep what it read in `environ`)."""
+        ...
 
     @classmethod
     def lean_dispatch(cls, request: LeanRequest, kwargs: dict[str, Any]) -> LeanAnswer: ...
@@ -164,7 +183,7 @@ class LeanFront:
             found = resolve(path)
         except Resolver404:
             return None
-        view = getattr(found.func, "cls", None)
+        view = getattr(found.func, "view_class", None)
         if view is None or method not in getattr(view, "lean_methods", ()):
             return None
         # As the request metrics name a route (config/api/middleware.py route_of).
@@ -173,10 +192,10 @@ class LeanFront:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         match = self.match(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""))
-        if match is None or not _ordinary(environ):
+        if match is None or not _ordinary(environ, match.route.view.lean_own_accept):
             return self.django(environ, start_response)
         body = _read_body(environ)
-        if body is None:
+        if body is None or not match.route.view.lean_takes(environ, body):
             return self.django(environ, start_response)
         answer = serve(match, environ, body)
         # The reason phrase as Django writes it.
@@ -202,7 +221,7 @@ def _lean_patterns() -> list[tuple[str, str, Route]]:
                 continue
             if not isinstance(pattern, URLPattern) or not route:
                 continue
-            view = getattr(pattern.callback, "cls", None)
+            view = getattr(pattern.callback, "view_class", None)
             methods = getattr(view, "lean_methods", None)
             if view is None or not methods:
                 continue
@@ -233,10 +252,11 @@ def lean_prefixes() -> dict[str, tuple[str, ...]]:
     return {method: tuple(sorted(starts)) for method, starts in found.items()}
 
 
-def _ordinary(environ: dict[str, Any]) -> bool:
+def _ordinary(environ: dict[str, Any], own_accept: bool) -> bool:
     """Whether Django would treat the request as the lean path does: an allowed Host, JSON
-    or anything accepted, a plain JSON body or none."""
-    if environ.get("HTTP_ACCEPT", "") not in _ACCEPTS:
+    or anything accepted (any `Accept`, for a view that reads it itself), a plain JSON
+    body or none."""
+    if not own_accept and environ.get("HTTP_ACCEPT", "") not in _ACCEPTS:
         return False
     # A compressed body is read by the view's parser on Django's path (GzipJsonParser).
     if environ.get("HTTP_CONTENT_ENCODING", "identity") not in ("", "identity"):

@@ -38,6 +38,8 @@ class ProjectView(APIView):
     # Methods served on the lean path (config/api/lean.py), with the same checks, handler
     # and envelope as DRF's dispatch: the busiest endpoints name theirs.
     lean_methods: ClassVar[frozenset[str]] = frozenset()
+    # DRF negotiates the answer's media type: the lean path takes JSON or anything only.
+    lean_own_accept: ClassVar[bool] = False
 
     def required_scope(self, method: str) -> str | None:
         if method in self.method_scopes:
@@ -80,6 +82,11 @@ class ProjectView(APIView):
         body = serializer_class(data=self.request.data)
         body.is_valid(raise_exception=True)
         return dict(body.validated_data)
+
+    @classmethod
+    def lean_takes(cls, environ: dict[str, Any], body: bytes) -> bool:
+        """Every request that reaches the view on the lean path is its to answer."""
+        return True
 
     @classmethod
     def lean_dispatch(cls, request: LeanRequest, kwargs: dict[str, Any]) -> LeanAnswer:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.core.handlers.wsgi import WSGIHandler
 
+from agent.views import McpView
 from config.api.lean import LeanFront, lean_prefixes, lean_routes
 from tenancy.api.base import ProjectView
 
@@ -155,10 +156,15 @@ def test_the_lean_routes_are_the_busiest_endpoints_and_views_of_the_api():
         ("POST", "/contacts/upsert"),
         ("GET", "/project"),
         *(("POST", f"/v1/{call}") for call in SEGMENT_CALLS),
+        # Tool calls (tests/agent/test_mcp_direct.py sends those both ways).
+        ("POST", "/mcp"),
     }
+    assert routes["POST", "/mcp"].view is McpView
     # Paths with parameters: resolved by Django's resolver when they start so.
     assert lean_prefixes() == {"GET": ("/contacts/",)}
     for (method, path), route in routes.items():
+        if path == "/mcp":
+            continue
         # A lean view is a ProjectView with the checks it runs on both paths.
         assert issubclass(route.view, ProjectView)
         assert hasattr(route.view, method.lower())
