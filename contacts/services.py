@@ -1,18 +1,19 @@
 """Writes of contacts."""
 
+import datetime as dt
 import enum
+import functools
 import json
 import uuid
 from collections.abc import Collection, Sequence
 from contextlib import nullcontext
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from django.core.serializers.json import DjangoJSONEncoder
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 
 from config.api.errors import Conflict, NotFound, ValidationFailed
-from config.api.jsonvalues import json_size_checked, stored_json_issues
-from config.db.bulk import statement_run
+from config.api.jsonvalues import json_size_checked, serialised, stored_json_issues
+from config.db.bulk import rows_fetch
 from config.db.cursor import binary_cursor
 from config.db.update import model_update
 from config.registries.outbox import (
@@ -145,6 +146,37 @@ def contact_get_for_update(*, project: Project, contact_id: uuid.UUID | str) -> 
     return contact
 
 
+class UpsertedContact(NamedTuple):
+    """The active contact an upsert leaves, as its statement returns it: what the API
+    answers (contacts.api.serializers.contact_data reads it as it reads a Contact), without
+    a model instance per request."""
+
+    id: uuid.UUID
+    email: str | None
+    external_id: str | None
+    fields: dict[str, Any]
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    # An upsert's contact is active.
+    deleted_at: None = None
+
+    def contact(self, project: Project) -> Contact:
+        """The same contact as a model instance of `project`, as the database holds it."""
+        contact = Contact(
+            id=self.id,
+            project=project,
+            email=self.email,
+            external_id=self.external_id,
+            fields=self.fields,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            deleted_at=None,
+        )
+        contact._state.adding = False
+        contact._state.db = connection.alias
+        return contact
+
+
 def contact_upsert(
     *,
     project: Project,
@@ -158,6 +190,21 @@ def contact_upsert(
     Emits `sendrealm.contact.created` or, when something changed, `sendrealm.contact.updated`
     in the same transaction. An external id held by another contact is a 409.
     """
+    upserted, created = contact_upsert_row(
+        project=project, email=email, fields=fields, external_id=external_id
+    )
+    return upserted.contact(project), created
+
+
+def contact_upsert_row(
+    *,
+    project: Project,
+    email: str,
+    fields: dict[str, Any] | None = None,
+    external_id: str | None = None,
+) -> tuple[UpsertedContact, bool]:
+    """`contact_upsert`, returning the contact as its row (`UpsertedContact`): for the API's
+    answer, which needs no model instance."""
     normalised = email_normalised(project=project, email=email)
     changes = _check_fields(fields)
     _check_external_id(external_id)
@@ -167,39 +214,39 @@ def contact_upsert(
         raise _conflict_for(error) from None
 
 
-def _upsert_run(sql: str, params: dict[str, Any]) -> tuple[Contact, bool, bool] | None:
+def _upsert_run(sql: str, params: dict[str, Any]) -> tuple[UpsertedContact, bool, bool] | None:
     """Runs the upsert statement: (contact, created, written), or None when it wrote
     nothing and its snapshot does not show the upsert as a no-op."""
     # Prepared on the server at its first run on a connection: its plan is most of
     # PostgreSQL's cost of a small upsert.
-    rows = statement_run(sql, params, prepare=True)
+    rows = rows_fetch(sql, params, prepare=True)
     if not rows:
         return None
     contact_id, email, external_id, fields, created_at, updated_at, created, written = rows[0]
-    contact = Contact(
-        id=contact_id,
-        project_id=params["project_id"],
-        email=email,
-        external_id=external_id,
-        fields=json.loads(fields) if isinstance(fields, str) else fields,
-        created_at=created_at,
-        updated_at=updated_at,
-        deleted_at=None,
+    upserted = UpsertedContact(
+        contact_id,
+        email,
+        external_id,
+        json.loads(fields) if isinstance(fields, str) else fields,
+        created_at,
+        updated_at,
     )
-    contact._state.adding = False
-    contact._state.db = connection.alias
-    return contact, bool(created), bool(written)
+    return upserted, bool(created), bool(written)
 
 
 def _upsert_postgresql(
     project: Project, email: str, changes: dict[str, Any], external_id: str | None
-) -> tuple[Contact, bool]:
+) -> tuple[UpsertedContact, bool]:
     kept = {key: value for key, value in changes.items() if value is not None}
-    # What is set is part of the result: too large already, no statement is needed.
-    _check_fields_size(project, kept)
+    # What is set, as the compact JSON the project's bound measures (`_check_fields` let
+    # only JSON values through), which the statement also takes as it is.
+    kept_json = serialised(kept)
+    if len(kept_json.encode("utf-8")) > project.contact_fields_limit_bytes:
+        # What is set is part of the result: too large already, no statement is needed.
+        _check_fields_size(project, kept)
     now = clock.now()
     events, event_params = system_events_insert_sql(project=project, rows="e")
-    sql = UPSERT_SQL.format(events=events)
+    sql = _upsert_sql(events)
     params: dict[str, Any] = {
         **event_params,
         "id": uuid.uuid4(),
@@ -207,7 +254,7 @@ def _upsert_postgresql(
         "project_id": project.id,
         "email": email,
         "external_id": external_id,
-        "set": json.dumps(kept, cls=DjangoJSONEncoder),
+        "set": kept_json,
         "removed": [key for key, value in changes.items() if value is None],
         "now": now,
         # jsonb's text spaces its separators and writes every number Python writes in as
@@ -216,18 +263,18 @@ def _upsert_postgresql(
         # it the statement writes nothing, and the merge is measured exactly below.
         "bound": project.contact_fields_limit_bytes,
     }
-    alone = connection.get_autocommit() and not connection.in_atomic_block
+    db = connections[DEFAULT_DB_ALIAS]
+    alone = db.get_autocommit() and not db.in_atomic_block
     for _ in range(UPSERT_ATTEMPTS):
         # Alone it is one round trip in autocommit; in the caller's transaction a savepoint
         # keeps that transaction usable after a 409, as before.
         with nullcontext() if alone else transaction.atomic():
             done = _upsert_run(sql, params)
             if done is not None:
-                contact, created, written = done
+                upserted, created, written = done
                 if written:
                     system_events_recorded()
-                contact.project = project
-                return contact, created
+                return upserted, created
         # Merged fields over the bound as jsonb text, or a contact that changed under the
         # statement: merge in a transaction, measure the result exactly, and undo the
         # write (and its event) when it is too large.
@@ -240,14 +287,30 @@ def _upsert_postgresql(
                 ).first()
                 if found is None:
                     continue  # Deleted between the two statements: try again.
-                return found, False
-            contact, created, written = done
+                return _upserted(found), False
+            upserted, created, written = done
             if written:
-                _check_fields_size(project, contact.fields)
+                _check_fields_size(project, upserted.fields)
                 system_events_recorded()
-            contact.project = project
-            return contact, created
+            return upserted, created
     raise Conflict("The contact changed too often to upsert; try again.")
+
+
+@functools.cache
+def _upsert_sql(events: str) -> str:
+    """The upsert statement around the events app's insert of its event."""
+    return UPSERT_SQL.format(events=events)
+
+
+def _upserted(contact: Contact) -> UpsertedContact:
+    return UpsertedContact(
+        contact.id,
+        contact.email,
+        contact.external_id,
+        contact.fields,
+        contact.created_at,
+        contact.updated_at,
+    )
 
 
 def contacts_create_missing(

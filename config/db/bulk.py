@@ -16,10 +16,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from psycopg import pq
 
 from config.db.cursor import server_sessions, statement_cursor
 
 M = TypeVar("M", bound=models.Model)
+_TUPLES_OK = pq.ExecStatus.TUPLES_OK
 # A statement's parameters: in order, or by name.
 Params = Sequence[Any] | Mapping[str, Any]
 
@@ -54,7 +56,11 @@ def _execute(
             run(sql, params, False, {"connection": db, "cursor": cursor})
         else:
             cursor.execute(sql, params, binary=binary, prepare=prepare)
-        rows = cursor.fetchall() if cursor.description is not None else []
+        # Whether it returned rows, read off the result: `description` would make a column
+        # object per column to say the same.
+        result = cursor.pgresult
+        returned = result is not None and (result.nfields or result.status == _TUPLES_OK)
+        rows = cursor.fetchall() if returned else []
     if db.queries_logged:
         db.queries_log.append({"sql": sql, "time": f"{time.monotonic() - started:.3f}"})
     return rows
@@ -73,9 +79,7 @@ def statement_run(
     return _execute(sql, params, prepare=prepare)
 
 
-def rows_fetch(
-    sql: str, params: list[Any], *, prepare: bool | None = None
-) -> list[tuple[Any, ...]]:
+def rows_fetch(sql: str, params: Params, *, prepare: bool | None = None) -> list[tuple[Any, ...]]:
     """The rows of a query (`%b` placeholders) in binary, on PostgreSQL: timestamps, UUIDs
     and JSON arrive as Python values without the text parsing of each one (`jsonb`
     parsed, unlike Django's text loader), which is most of the cost of reading thousands

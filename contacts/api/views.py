@@ -1,10 +1,12 @@
 import uuid
+from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.api.errors import or_404
+from config.api.lean import LeanRequest
 from config.api.pagination import paginate
 from contacts.api.serializers import (
     ContactLookupSerializer,
@@ -13,6 +15,7 @@ from contacts.api.serializers import (
     ContactUpsertResultSerializer,
     ContactUpsertSerializer,
     contact_data,
+    contact_upsert_input,
     contacts_data,
 )
 from contacts.models import Contact
@@ -27,10 +30,10 @@ from contacts.services import (
     MISSING,
     contact_delete,
     contact_update,
-    contact_upsert,
+    contact_upsert_row,
 )
 from tenancy.api.base import ProjectView
-from tenancy.models import Scope
+from tenancy.models import Project, Scope
 
 
 class ContactListView(ProjectView):
@@ -54,15 +57,20 @@ class ContactUpsertView(ProjectView):
         operation_id="contacts_upsert",
     )
     def post(self, request: Request) -> Response:
-        body = self.validated(ContactUpsertSerializer)
-        contact, created = contact_upsert(
-            project=self.project,
+        status, data = self.lean_post(request, self.project)
+        return Response(data, status=status)
+
+    @staticmethod
+    def lean_post(request: Request | LeanRequest, project: Project) -> tuple[int, dict[str, Any]]:
+        """The answer to an upsert, on both paths (the lean path calls it directly)."""
+        body = contact_upsert_input(request.data)
+        contact, created = contact_upsert_row(
+            project=project,
             email=body["email"],
             fields=body.get("fields"),
             external_id=body.get("external_id"),
         )
-        data = {**contact_data(contact), "created": created}
-        return Response(data, status=201 if created else 200)
+        return (201 if created else 200), {**contact_data(contact), "created": created}
 
 
 class ContactLookupView(ProjectView):

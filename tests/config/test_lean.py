@@ -320,21 +320,125 @@ def test_post_events_batch_answers_the_same_both_ways(apps, world):
     "body",
     [
         {"email": "grace@example.com", "fields": {"plan": "pro"}},
+        {"email": "grace@example.com", "fields": {"plan": "pro", "gone": None, "n": [1.5]}},
+        {"email": "grace@example.com", "external_id": None, "fields": {}},
         {"email": "not an email"},
+        {"email": "  Grace@Example.COM "},
+        {"email": "Grâce@exämple.com", "fields": {"nom": "Zoë"}},
+        {"email": 42},
+        {"email": None},
         {"email": "grace@example.com", "fields": "no"},
+        {"email": "grace@example.com", "fields": {"k" * 101: 1}},
+        {"email": "grace@example.com", "fields": {"a": "x\x00y"}},
+        {"email": "grace@example.com", "fields": {"blob": "x" * 70_000}},
         {"email": "grace@example.com", "unknown": 1},
+        {"email": "grace@example.com", "unknown": 1, "fields": []},
         {"email": "grace@example.com", "external_id": ""},
+        {"email": "grace@example.com", "external_id": "x" * 256},
         {},
+        [],
+        "grace@example.com",
     ],
 )
 def test_post_contacts_upsert_answers_the_same_both_ways(apps, world, body):
     def fresh() -> dict[str, Any]:
         # A new address each time, so both calls create.
-        email = f"{uuid.uuid4().hex}@example.com"
-        made = {**body, "email": email} if body.get("email") == "grace@example.com" else body
+        made = body
+        email = body.get("email") if isinstance(body, dict) else None
+        if isinstance(email, str) and "grace@example.com" in email.lower():
+            fresh = f"{uuid.uuid4().hex}@example.com"
+            made = {**body, "email": email.replace(email.strip(), fresh.upper())}
         return environ("POST", "/contacts/upsert", key=world.keys["project"], body=made)
 
     both(apps, fresh)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        {"raw": b"{not json"},
+        {"raw": b'{"email": "grace@example.com", "fields": {"a": NaN}}'},
+        {"raw": b"\xff\xfe"},
+        {"raw": b"[" * 100 + b"]" * 100},
+        {"raw": b""},
+        {"key": None},
+        {"key": "sr_unknown"},
+        {"key": "read_only"},
+        {"key": "sending"},
+        {"key": "team"},
+        {"key": "personal_owner"},
+        {"key": "personal_viewer"},
+        {"project_header": "other_project"},
+        {"project_header": "foreign_project"},
+        {"content_type": "application/json; charset=utf-8"},
+        {"content_type": "text/plain", "passed": True},
+    ],
+)
+def test_post_contacts_upsert_refuses_and_serves_the_same_both_ways(apps, world, case):
+    key = case.get("key", "project")
+    secret = world.keys.get(key, key) if key else None
+    headers = {}
+    if "project_header" in case:
+        headers["HTTP_X_SERVICE_PROJECT_ID"] = str(getattr(world, case["project_header"]).id)
+    _, route = both(
+        apps,
+        lambda: environ(
+            "POST",
+            "/contacts/upsert",
+            key=secret,
+            body={"email": f"{uuid.uuid4().hex}@example.com"},
+            raw=case.get("raw"),
+            headers=headers,
+            content_type=case.get("content_type", "application/json"),
+        ),
+    )
+    assert (route is None) == bool(case.get("passed"))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"fields": {"plan": "pro"}},
+        {"fields": {"plan": "free"}},
+        {"fields": {"plan": None}},
+        {"fields": {"absent": None}},
+        {"external_id": "u-1"},
+        {"external_id": "u-2"},
+        {"external_id": None},
+        {"external_id": "taken"},
+    ],
+)
+def test_an_upsert_of_a_known_contact_answers_the_same_both_ways(apps, world, change):
+    front, django = apps
+    key = world.keys["project"]
+
+    def send(app: Callable[..., Any], body: dict[str, Any]) -> Answer:
+        return call(app, environ("POST", "/contacts/upsert", key=key, body=body))
+
+    made = send(django, {"email": "holder@example.com", "external_id": "taken"})
+    assert made.status.startswith("201")
+    answers = []
+    for n, app in (("lean", front), ("full", django)):
+        # Each way its own contact, with external ids of its own (`u-1` stands for them).
+        email = f"{n}@example.com"
+        made = send(app, {"email": email, "fields": {"plan": "free"}, "external_id": f"{n}-1"})
+        assert made.status.startswith("201")
+        body = {"email": email.upper(), **change}
+        if isinstance(change.get("external_id"), str) and change["external_id"] != "taken":
+            body["external_id"] = change["external_id"].replace("u", n)
+        answers.append(send(app, body))
+    lean, full = answers
+    assert lean.status == full.status
+    assert lean.headers.keys() == full.headers.keys()
+    bodies = []
+    for n, answer in (("lean", lean), ("full", full)):
+        body = steady(answer.json())
+        if "data" in body:
+            body["data"]["email"] = "<email>"
+            body["data"]["external_id"] = body["data"]["external_id"].replace(n, "u")
+        bodies.append(body)
+    assert bodies[0] == bodies[1]
 
 
 def test_an_upsert_that_creates_and_one_that_merges_answer_the_same_both_ways(apps, world):

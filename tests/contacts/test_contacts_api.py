@@ -496,3 +496,84 @@ def test_contact_answers_are_what_the_documenting_serializer_writes(api, world):
     contact.refresh_from_db()
     assert deleted["deleted_at"] is not None
     assert deleted == ContactSerializer(contact).data
+
+
+# The upsert takes plainly valid bodies without its serializer (contact_upsert_input); for
+# any body, what it takes and what it refuses are the serializer's.
+UPSERT_BODIES = [
+    {"email": "ada@example.com"},
+    {"email": "ada@example.com", "fields": {"plan": "pro", "n": 1.5, "tags": ["a", {"b": None}]}},
+    {"email": "ada@example.com", "fields": {"plan": None}, "external_id": "u-1"},
+    {"email": "ada@example.com", "fields": {}, "external_id": None},
+    {"email": "  Ada@Example.COM  "},
+    {"email": "not an email"},
+    {"email": "Adé@exämple.com", "fields": {"nom": "Zoë", "日本": "語"}},
+    {"email": "ada@example.com", "external_id": "ü-1"},
+    {"email": ""},
+    {"email": " "},
+    {"email": None},
+    {"email": 42},
+    {"email": True},
+    {"email": ["ada@example.com"]},
+    {"email": "a" * 309 + "@example.com"},
+    {"email": "a" * 308 + "@example.com"},
+    {"email": "ada\x00@example.com"},
+    {"email": "ada\ud800@example.com"},
+    {"email": "ada@example.com", "external_id": ""},
+    {"email": "ada@example.com", "external_id": " "},
+    {"email": "ada@example.com", "external_id": "x" * 255},
+    {"email": "ada@example.com", "external_id": "x" * 256},
+    {"email": "ada@example.com", "external_id": 7},
+    {"email": "ada@example.com", "external_id": "a\x00b"},
+    {"email": "ada@example.com", "fields": None},
+    {"email": "ada@example.com", "fields": []},
+    {"email": "ada@example.com", "fields": "x"},
+    {"email": "ada@example.com", "fields": {"": 1}},
+    {"email": "ada@example.com", "fields": {"k" * 100: 1}},
+    {"email": "ada@example.com", "fields": {"k" * 101: 1}},
+    {"email": "ada@example.com", "fields": {"a": "x\x00y"}},
+    {"email": "ada@example.com", "fields": {"a\x00": 1}},
+    {"email": "ada@example.com", "fields": {"a": ["\ud800"]}},
+    {"email": "ada@example.com", "fields": {"a": "\\u0000"}},
+    {"email": "ada@example.com", "fields": {"a": float("inf")}},
+    {"email": "ada@example.com", "colour": "red"},
+    {"email": "ada@example.com", "colour": "red", "fields": "x"},
+    {"colour": "red"},
+    {},
+    None,
+    [],
+    ["ada@example.com"],
+    "ada@example.com",
+]
+
+
+@pytest.mark.django_db(False)
+@pytest.mark.parametrize("body", UPSERT_BODIES)
+def test_the_upsert_takes_and_refuses_bodies_as_its_serializer_does(body):
+    from rest_framework.exceptions import ValidationError
+
+    from contacts.api.serializers import ContactUpsertSerializer, contact_upsert_input
+
+    serializer = ContactUpsertSerializer(data=body)
+    if serializer.is_valid():
+        assert contact_upsert_input(body) == dict(serializer.validated_data)
+    else:
+        with pytest.raises(ValidationError) as refused:
+            contact_upsert_input(body)
+        assert refused.value.detail == serializer.errors
+
+
+@pytest.mark.django_db(False)
+def test_the_upsert_members_are_its_serializers():
+    from contacts.api.serializers import UPSERT_MEMBERS, ContactUpsertSerializer
+
+    assert set(ContactUpsertSerializer().fields) == UPSERT_MEMBERS
+
+
+@pytest.mark.django_db(False)
+def test_a_plain_upsert_body_is_taken_without_the_serializer(monkeypatch):
+    from contacts.api import serializers
+
+    monkeypatch.setattr(serializers, "ContactUpsertSerializer", None)
+    body = {"email": "ada@example.com", "fields": {"plan": "pro", "n": 1}, "external_id": "u-1"}
+    assert serializers.contact_upsert_input(body) is body
