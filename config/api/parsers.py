@@ -39,6 +39,7 @@ def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
 
 # For `_nesting_exceeds_valid`: every byte but quotes and brackets, deleted.
 _NOT_STRUCTURAL = bytes(byte for byte in range(256) if byte not in b'"[]{}')
+_CURLY_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
 # Every ASCII digit read as `0`, every other byte as a space: a run of digits as a run of `0`.
 _DIGITS_AS_ZEROS = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
 # orjson reads an integer beyond 64 bits as a float, where the standard library keeps it
@@ -64,11 +65,13 @@ def _nesting_exceeds_valid(raw: bytes, limit: int = MAX_DEPTH) -> bool:
     if b'"' in brackets:
         # Some string holds brackets: keep what lies between strings.
         brackets = b"".join(structure.split(b'"')[::2])
-    # Each pass drops the innermost arrays and objects, one level of nesting.
+    # Objects nest as arrays do. Each pass drops the innermost arrays, one level of nesting:
+    # `replace` does not look again at what its own removals bring together.
+    brackets = brackets.translate(_CURLY_AS_SQUARE)
     for _ in range(limit):
         if not brackets:
             return False
-        brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        brackets = brackets.replace(b"[]", b"")
     return bool(brackets)
 
 
