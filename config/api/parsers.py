@@ -16,8 +16,10 @@ from rest_framework.parsers import BaseParser
 
 from config.api.errors import InvalidJson, RequestTooLarge, UnsupportedMediaType
 
-# Deeper JSON is refused before decoding: the decoder and everything that walks a value
-# recurse, and a few thousand levels exhaust the stack (a 500) for no real document.
+# Deeper JSON is refused before any code sees the value: the standard decoder and
+# everything that walks a value recurse, and a few thousand levels exhaust the stack (a
+# 500) for no real document. orjson, which bounds its own depth (1,024 levels, then it
+# refuses), may read a body first; the standard decoder reads none deeper than this.
 MAX_DEPTH = 64
 
 # A JSON string (its closing quote optional, so an unterminated one ends the text): the

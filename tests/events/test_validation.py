@@ -82,7 +82,7 @@ SCALARS = (
     | st.floats()
     # Exponents the two encoders write differently (`1e-07`, `1e-7`).
     | st.sampled_from([1e-7, 2.5e-9, 1e-5, 1e16, 1e22, 5e-324, -0.0])
-    | st.text(alphabet=st.sampled_from(list("ab\"\\\x00\x1f\x7fé\u2028\U0001f600\ud800")))
+    | st.text(alphabet=st.sampled_from(list('ab"\\\x00\x1f\x7fé\u2028\U0001f600\ud800')))
 )
 PAYLOADS = st.dictionaries(
     st.text(max_size=5),
@@ -99,9 +99,7 @@ PAYLOADS = st.dictionaries(
 @given(PAYLOADS, st.integers(min_value=-3, max_value=3))
 def test_a_payload_is_measured_and_checked_as_the_standard_library_serialises_it(payload, slack):
     try:
-        size = len(
-            json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        )
+        size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
     except (ValueError, UnicodeEncodeError):
         size = 10
     # Limits around the payload's own size: the decision at the edge is the one that counts.
