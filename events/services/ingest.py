@@ -11,8 +11,7 @@ from django.db import connection, transaction
 
 from config.api.errors import ServiceError
 from config.db.bulk import statement_run
-from config.db.cursor import binary_cursor
-from config.db.ids import uuid7
+from config.db.ids import uuid7, uuid7_texts
 from config.runtime import clock
 from events.models import Event, EventKey
 from events.validation import EventInput
@@ -47,19 +46,23 @@ _INSERT_ONE = (
     "WHERE v.key IS NULL OR EXISTS (SELECT FROM keyed) RETURNING id"
 )
 _INSERT_MANY = (
-    # S608: constants only.
-    "WITH u AS (SELECT * FROM unnest(%b::uuid[], %b::text[], %b::text[], "  # noqa: S608
-    "%b::text[], %b::uuid[], %b::text[], %b::timestamptz[], %b::text[]) "
+    # S608: constants only. The ids come as one text (`uuid7_texts`, joined by commas); a
+    # column whose every value is null comes as an empty array, which `unnest` pads with
+    # nulls to the ids' length, and so does `occurred_at` when no item gives one. Every
+    # event without a key is stored, so only the keyed ones that were are returned.
+    "WITH u AS (SELECT * FROM unnest(string_to_array(%b, ',')::uuid[], "  # noqa: S608
+    "%b::text[], %b::text[], %b::text[], %b::uuid[], %b::text[], %b::timestamptz[], %b::text[]) "
     "AS u(id, event, email, external_id, contact_ref, payload, occurred_at, idempotency_key)), "
     "v AS (SELECT %b::uuid AS project_id, %b::timestamptz AS now), "
     + _KEYED.format(
         id="u.id", project="v.project_id", key="u.idempotency_key", now="v.now", rows="u, v"
     )
-    + f" INSERT INTO {_TABLE} ({_COLUMNS}) "  # noqa: S608
+    + f", stored AS (INSERT INTO {_TABLE} ({_COLUMNS}) "  # noqa: S608
     "SELECT u.id, v.project_id, u.event, 'customer', u.email, u.external_id, u.contact_ref, "
-    "u.payload::jsonb, u.occurred_at, u.idempotency_key, 'accepted', 0, v.now, '', '', v.now "
-    "FROM u, v WHERE u.idempotency_key IS NULL OR u.id IN (SELECT event_id FROM keyed) "
-    "RETURNING id"
+    "u.payload::jsonb, coalesce(u.occurred_at, v.now), u.idempotency_key, 'accepted', 0, "
+    "v.now, '', '', v.now FROM u, v "
+    "WHERE u.idempotency_key IS NULL OR u.id IN (SELECT event_id FROM keyed)) "
+    "SELECT event_id FROM keyed"
 )
 _SELECT_KEYED = (
     # S608: constants only. The key's `created_at` is its event's: the lookup reads the
@@ -74,7 +77,8 @@ _SELECT_KEYED = (
 class IngestResult:
     """What the API answers for one submission."""
 
-    id: uuid.UUID
+    # A batch's new events carry their id as text (`uuid7_texts`), as the answer gives it.
+    id: uuid.UUID | str
     event: str
     idempotency_key: str | None
     status: str
@@ -184,44 +188,54 @@ def _ingest_many(
     results: list[IngestResult | ServiceError],
 ) -> int:
     """Inserts the items, fills in their results, and returns how many were new."""
-    now = clock.now()
-    ids = [uuid7() for _ in valid]
     if not valid:
         return 0
-    with binary_cursor() as cursor:
-        cursor.execute(
-            _INSERT_MANY,
-            [
-                ids,
-                [item.event for _, item in valid],
-                [item.email for _, item in valid],
-                [item.external_id for _, item in valid],
-                [item.contact_ref for _, item in valid],
-                [item.payload_json for _, item in valid],
-                [item.occurred_at or now for _, item in valid],
-                [item.idempotency_key for _, item in valid],
-                project.id,
-                now,
-            ],
-        )
-        inserted = {row[0] for row in cursor.fetchall()}
-    missing_keys = [
-        item.idempotency_key
-        for new_id, (_, item) in zip(ids, valid, strict=True)
-        if new_id not in inserted
+    now = clock.now()
+    ids = uuid7_texts(len(valid))
+    items = [item for _, item in valid]
+    keys = [item.idempotency_key for item in items]
+    # Bound and prepared on the server: the same statement for every batch, whatever its size.
+    rows = statement_run(
+        _INSERT_MANY,
+        [
+            ",".join(ids),
+            [item.event for item in items],
+            _column([item.email for item in items]),
+            _column([item.external_id for item in items]),
+            _column([item.contact_ref for item in items]),
+            [item.payload_json for item in items],
+            _column([item.occurred_at for item in items]),
+            _column(keys),
+            project.id,
+            now,
+        ],
+        prepare=True,
+    )
+    keyed = {str(row[0]) for row in rows}
+    missing_keys: list[str | None] = [
+        key
+        for new_id, key in zip(ids, keys, strict=True)
+        if key is not None and new_id not in keyed
     ]
     existing = _existing(project=project, keys=missing_keys) if missing_keys else {}
+    inserted = 0
     for new_id, (index, item) in zip(ids, valid, strict=True):
-        if new_id in inserted:
-            results[index] = IngestResult(
-                new_id, item.event, item.idempotency_key, "accepted", now, False
-            )
+        key = item.idempotency_key
+        if key is None or new_id in keyed:
+            results[index] = IngestResult(new_id, item.event, key, "accepted", now, False)
+            inserted += 1
         else:
-            # Not inserted means the idempotency key was taken, so the key is set.
-            results[index] = existing[item.idempotency_key]  # type: ignore[index]
+            # Not inserted means the idempotency key was taken.
+            results[index] = existing[key]
     if inserted:
         transaction.on_commit(events_wake)
-    return len(inserted)
+    return inserted
+
+
+def _column(values: list[Any]) -> list[Any]:
+    """A column's values, or none when every one is null (the statement reads an empty
+    array as nulls): an array of nulls costs as much to send as one of values."""
+    return [] if values.count(None) == len(values) else values
 
 
 def _existing(*, project: Project, keys: list[str | None]) -> dict[str, IngestResult]:

@@ -4,7 +4,7 @@ import datetime as dt
 import time
 import uuid
 
-from config.db.ids import uuid7, uuid7_ranges, uuid7_span
+from config.db.ids import uuid7, uuid7_ranges, uuid7_span, uuid7_texts
 
 
 def test_a_key_is_a_version_7_uuid_of_the_rfc_variant_with_the_current_millisecond():
@@ -73,3 +73,23 @@ def test_the_ranges_of_keys_hold_each_keys_millisecond_and_join_keys_less_than_a
         (at + dt.timedelta(days=40), at + dt.timedelta(days=40) + ms),
     ]
     assert uuid7_ranges([uuid.uuid4()]) == []
+
+
+def test_keys_made_together_are_version_7_texts_of_the_current_millisecond_none_repeating():
+    before = time.time_ns() // 1_000_000
+    texts = uuid7_texts(500)
+    after = time.time_ns() // 1_000_000
+
+    keys = [uuid.UUID(text) for text in texts]
+    assert [str(key) for key in keys] == texts
+    assert all((key.version, key.variant) == (7, uuid.RFC_4122) for key in keys)
+    assert all(before <= key.int >> 80 <= after for key in keys)
+    assert len(set(texts)) == 500
+    # Every bit but the time, version and variant varies from key to key.
+    random_bits = ((1 << 76) - 1) ^ (0b11 << 62)
+    varying = 0
+    for key in keys[1:]:
+        varying |= key.int ^ keys[0].int
+    assert varying & random_bits == random_bits
+    assert uuid7_texts(1)[0] != uuid7_texts(1)[0]
+    assert uuid7_texts(0) == []

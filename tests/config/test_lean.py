@@ -300,10 +300,22 @@ def test_post_events_batch_answers_the_same_both_ways(apps, world):
             {**EVENT, "idempotency_key": resent},
             {**EVENT, "idempotency_key": resent},
             {**EVENT, "event": "sendrealm.reserved"},
+            {**EVENT, "occurred_at": "2026-01-01T00:00:00+02:00", "external_id": "x-1"},
+            {
+                "event": "big.numbers",
+                "contact_id": str(uuid.uuid4()),
+                "payload": {"n": 12345678901234567890123, "f": 1e-7, "none": None},
+            },
+            {**EVENT, "payload": {"nul": "a\u0000b"}},
+            {**EVENT, "email": "not an address", "unknown": 1},
         ]
+
+    def keyless() -> list[dict[str, Any]]:
+        return [EVENT, {**EVENT, "external_id": "x-2"}, {"event": "y", "external_id": "x-3"}]
 
     for body in (
         lambda: {"events": items()},
+        lambda: {"events": keyless()},
         lambda: {"events": []},
         lambda: {"events": [EVENT] * 501},
         lambda: {"nope": 1},
