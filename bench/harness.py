@@ -181,12 +181,15 @@ class Server:
 
     def command(self) -> list[str]:
         """The server's command line."""
-        workers, threads = self.settings.server_workers, self.settings.server_threads
         if self.settings.server == "gunicorn":
             return self.gunicorn("config.wsgi:application")
         # As in production (config/rsgi.py): bodies are read before a request takes
         # one of the SERVER_THREADS threads of its worker.
-        self.env["SERVER_THREADS"] = str(threads)
+        self.env["SERVER_THREADS"] = str(self.settings.server_threads)
+        return self.granian_rsgi(self.env.get("BENCH_RSGI_APPLICATION", "config.rsgi:application"))
+
+    def granian_rsgi(self, application: str) -> list[str]:
+        """granian's command line for an RSGI application, as production runs it."""
         return [
             str(BIN / "granian"),
             "--interface=rsgi",
@@ -194,11 +197,11 @@ class Server:
             "--no-ws",
             "--host=127.0.0.1",
             f"--port={self.port}",
-            f"--workers={workers}",
+            f"--workers={self.settings.server_workers}",
             # As in production: a dead worker is replaced instead of stopping granian.
             "--respawn-failed-workers",
             "--no-access-log",
-            self.env.get("BENCH_RSGI_APPLICATION", "config.rsgi:application"),
+            application,
         ]
 
     def start(self) -> None:
@@ -284,18 +287,7 @@ class CeilingServer(Server):
         if self.settings.server == "gunicorn":
             return self.gunicorn("bench.ceiling:application")
         if self.interface == "rsgi":
-            return [
-                str(BIN / "granian"),
-                "--interface=rsgi",
-                "--loop=uvloop",
-                "--no-ws",
-                "--host=127.0.0.1",
-                f"--port={self.port}",
-                f"--workers={workers}",
-                "--respawn-failed-workers",
-                "--no-access-log",
-                "bench.ceiling_front:application",
-            ]
+            return self.granian_rsgi("bench.ceiling_front:application")
         return [
             str(BIN / "granian"),
             "--interface=wsgi",

@@ -113,6 +113,37 @@ class UpsertCandidate(NamedTuple):
     fields_json: str
 
 
+class UpsertedContact(NamedTuple):
+    """The active contact an upsert leaves, as its statement returns it: what the API
+    answers (contacts.api.serializers.contact_data reads it as it reads a Contact), without
+    a model instance per request."""
+
+    id: uuid.UUID
+    email: str | None
+    external_id: str | None
+    fields: dict[str, Any]
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    # An upsert's contact is active.
+    deleted_at: None = None
+
+    def contact(self, project: Project) -> Contact:
+        """The same contact as a model instance of `project`, as the database holds it."""
+        contact = Contact(
+            id=self.id,
+            project=project,
+            email=self.email,
+            external_id=self.external_id,
+            fields=self.fields,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            deleted_at=None,
+        )
+        contact._state.adding = False
+        contact._state.db = connection.alias
+        return contact
+
+
 class UpsertMatch(NamedTuple):
     """What upserting one candidate would do to the active contact its identity names."""
 

@@ -1,13 +1,12 @@
 """Writes of contacts."""
 
-import datetime as dt
 import enum
 import functools
 import json
 import uuid
 from collections.abc import Collection, Sequence
 from contextlib import nullcontext
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 
@@ -28,7 +27,7 @@ from contacts.errors import EmailTaken, ExternalIdTaken
 from contacts.hooks import contact_deleted_handlers
 from contacts.models import Contact
 from contacts.normalization import email_normalised, merge_fields
-from contacts.selectors import UpsertCandidate
+from contacts.selectors import UpsertCandidate, UpsertedContact
 from contacts.statements import CREATE_MISSING_SQL, UPSERT_MANY_SQL, UPSERT_SQL
 from tenancy.models import Project
 
@@ -144,37 +143,6 @@ def contact_get_for_update(*, project: Project, contact_id: uuid.UUID | str) -> 
     if contact is None:
         raise NotFound("No such contact.")
     return contact
-
-
-class UpsertedContact(NamedTuple):
-    """The active contact an upsert leaves, as its statement returns it: what the API
-    answers (contacts.api.serializers.contact_data reads it as it reads a Contact), without
-    a model instance per request."""
-
-    id: uuid.UUID
-    email: str | None
-    external_id: str | None
-    fields: dict[str, Any]
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    # An upsert's contact is active.
-    deleted_at: None = None
-
-    def contact(self, project: Project) -> Contact:
-        """The same contact as a model instance of `project`, as the database holds it."""
-        contact = Contact(
-            id=self.id,
-            project=project,
-            email=self.email,
-            external_id=self.external_id,
-            fields=self.fields,
-            created_at=self.created_at,
-            updated_at=self.updated_at,
-            deleted_at=None,
-        )
-        contact._state.adding = False
-        contact._state.db = connection.alias
-        return contact
 
 
 def contact_upsert(

@@ -22,7 +22,7 @@ MAX_FIELD_KEY_LENGTH = 100
 
 class ContactShape(Protocol):
     """What an answer reads off a contact: a Contact, or the row an upsert returns
-    (contacts.services.UpsertedContact)."""
+    (contacts.selectors.UpsertedContact)."""
 
     @property
     def id(self) -> uuid.UUID: ...
