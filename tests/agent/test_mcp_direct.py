@@ -18,7 +18,7 @@ from agent import views
 from agent.models import ToolCall
 from automations.models import Automation, AutomationStatus
 from config.api.lean import LeanFront
-from tests.agent.conftest import Mcp, data, error
+from tests.agent.conftest import INITIALIZE, Mcp, data, error
 from tests.automations.factories import AutomationFactory
 from tests.config.test_lean import Answer, Counting, call, environ
 from tests.config.test_lean import apps as apps
@@ -286,19 +286,7 @@ def _envelope_without_version() -> dict[str, Any]:
         # Other methods, the handshake, notifications, batches.
         ({"jsonrpc": "2.0", "id": 1, "method": "ping"}, {}),
         ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {}),
-        (
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
-            {},
-        ),
+        (INITIALIZE, {}),
         ({"jsonrpc": "2.0", "method": "notifications/initialized"}, {}),
         ([_tool_call("contacts_get", {})], {}),
         # Messages the SDK refuses: bad JSON, bad envelopes, parameters of the wrong shape.

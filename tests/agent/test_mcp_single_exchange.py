@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from agent import server
+from tests.agent.conftest import INITIALIZE
 
 pytestmark = pytest.mark.django_db
 
@@ -121,19 +122,7 @@ def test_results_and_errors_are_the_session_managers(monkeypatch, world, body):
     ("body", "headers"),
     [
         # The handshake, notifications, batches, bad JSON and bad envelopes.
-        (
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
-            {},
-        ),
+        (INITIALIZE, {}),
         ({"jsonrpc": "2.0", "method": "notifications/initialized"}, {}),
         ([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], {}),
         (b"{not json", {}),
