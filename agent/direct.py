@@ -8,9 +8,10 @@ Django's handler and middleware.
 Only requests whose answer is known are taken: one JSON-RPC request of `tools/call` with
 parameters the SDK's own checks pass (`validate_client_request`, and for the 2026-07-28
 envelope the SDK's classifier of its `_meta` and routing headers), from a client that
-accepts JSON, with a JSON body. Everything else (the handshake, notifications, batches,
-other methods, malformed messages, envelopes or headers the SDK refuses) goes through
-Django's handler to the SDK as before. The server is stateless on both paths: it issues
+accepts JSON, with a JSON body and no integer beyond 64 bits (which orjson reads as a
+float). Everything else (the handshake, notifications, batches, other methods, malformed
+messages, envelopes or headers the SDK refuses) goes through Django's handler to the SDK
+as before. The server is stateless on both paths: it issues
 no `Mcp-Session-Id` and checks none (the SDK's stateless transport ignores the header).
 """
 
@@ -40,6 +41,7 @@ from agent.catalog import catalog
 from agent.dispatch import Outer
 from agent.server import shared_server
 from agent.services import tool_call_perform
+from config.api.parsers import long_integers_possible
 from tenancy.access import KeyRecord
 from tenancy.ratelimit import RateDecision
 
@@ -95,7 +97,7 @@ def direct_call(environ: dict[str, Any], body: bytes) -> DirectCall | None:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     if len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE or (limit is not None and len(body) > limit):
         return None
-    if not accepts_json(environ.get("HTTP_ACCEPT", "")):
+    if not accepts_json(environ.get("HTTP_ACCEPT", "")) or long_integers_possible(body):
         return None
     try:
         message = orjson.loads(body)

@@ -88,6 +88,13 @@ def _is_utf8(encoding: str) -> bool:
 _SLOW = object()
 
 
+def long_integers_possible(raw: bytes) -> bool:
+    """Whether JSON text `raw` may hold an integer beyond 64 bits (a run of 19 digits),
+    which orjson reads as a float where the standard library and pydantic keep it exact:
+    a reader that must read as they do leaves such a body to them."""
+    return _LONG_DIGITS in raw.translate(_DIGITS_AS_ZEROS)
+
+
 def _orjson_body(raw: bytes) -> Any:
     """The body read by orjson (several times faster than the standard library's reader),
     or _SLOW when only the standard library's reading says what the body holds: orjson
@@ -96,7 +103,7 @@ def _orjson_body(raw: bytes) -> Any:
     for) or a run of 19 digits could be an integer beyond 64 bits, which orjson would
     read as a float. Everything orjson reads otherwise it reads as the standard library
     does."""
-    if _LONG_DIGITS in raw.translate(_DIGITS_AS_ZEROS):
+    if long_integers_possible(raw):
         return _SLOW
     try:
         value = orjson.loads(raw)

@@ -302,6 +302,8 @@ def _envelope_without_version() -> dict[str, Any]:
         (_tool_call("contacts_get", {}), {"HTTP_ACCEPT": "text/event-stream"}),
         (_tool_call("contacts_get", {}), {"HTTP_MCP_PROTOCOL_VERSION": "1999-01-01"}),
         (_tool_call("contacts_get", {}), {"content_type": "text/plain"}),
+        # An integer beyond 64 bits, which orjson would read as a float.
+        (_tool_call("contacts_get", {"contact_id": 123456789012345678901}), {}),
         # The 2026 envelope: a version header without the envelope, an envelope without a
         # version, headers that disagree with the body.
         (_tool_call("contacts_get", {}), {"HTTP_MCP_PROTOCOL_VERSION": MODERN}),
