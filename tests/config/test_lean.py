@@ -181,6 +181,17 @@ SEGMENT_CALLS = ("track", "identify", "page", "screen", "group", "alias", "batch
 EVENT = {"event": "order.completed", "email": "ada@example.com", "payload": {"total": 42.5}}
 
 
+def _case_key_headers(world: Any, case: dict[str, Any]) -> tuple[str | None, dict[str, str]]:
+    """A case's key (the project's unless it names another, or none) and its headers, with
+    the project header it names."""
+    key = case.get("key", "project")
+    secret = world.keys.get(key, key) if key else None
+    headers = dict(case.get("headers", {}))
+    if "project_header" in case:
+        headers["HTTP_X_SERVICE_PROJECT_ID"] = str(getattr(world, case["project_header"]).id)
+    return secret, headers
+
+
 @pytest.mark.parametrize(
     "case",
     [
@@ -217,11 +228,7 @@ EVENT = {"event": "order.completed", "email": "ada@example.com", "payload": {"to
     ],
 )
 def test_post_events_answers_the_same_both_ways(apps, world, case):
-    key = case.get("key", "project")
-    secret = world.keys.get(key, key) if key else None
-    headers = dict(case.get("headers", {}))
-    if "project_header" in case:
-        headers["HTTP_X_SERVICE_PROJECT_ID"] = str(getattr(world, case["project_header"]).id)
+    secret, headers = _case_key_headers(world, case)
     _, route = both(
         apps,
         lambda: environ(
@@ -387,11 +394,7 @@ def test_post_contacts_upsert_answers_the_same_both_ways(apps, world, body):
     ],
 )
 def test_post_contacts_upsert_refuses_and_serves_the_same_both_ways(apps, world, case):
-    key = case.get("key", "project")
-    secret = world.keys.get(key, key) if key else None
-    headers = {}
-    if "project_header" in case:
-        headers["HTTP_X_SERVICE_PROJECT_ID"] = str(getattr(world, case["project_header"]).id)
+    secret, headers = _case_key_headers(world, case)
     _, route = both(
         apps,
         lambda: environ(
