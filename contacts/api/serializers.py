@@ -98,8 +98,9 @@ class ContactUpsertSerializer(StrictSerializer):
 
 # ContactUpsertSerializer's members (tests/contacts/test_contacts_api.py checks the two).
 UPSERT_MEMBERS = frozenset({"email", "fields", "external_id"})
-MAX_EMAIL_LENGTH = 320
-MAX_EXTERNAL_ID_LENGTH = 255
+# The lengths the serializer's fields allow: the columns' own.
+MAX_EMAIL_LENGTH: int = Contact._meta.get_field("email").max_length  # type: ignore[assignment]
+MAX_EXTERNAL_ID_LENGTH: int = Contact._meta.get_field("external_id").max_length  # type: ignore[assignment]
 
 
 def contact_upsert_input(data: Any) -> dict[str, Any]:
