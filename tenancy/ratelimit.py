@@ -182,7 +182,6 @@ def rate_limit_hit(key: KeyRecord) -> RateDecision | None:
     now = clock.now().timestamp()
     second = int(now)
     weight = 1.0 - (now - second)
-    client = redis_client()
     wanted = min(LEASE_MAX, max(1, int(limit * LEASE_FRACTION)))
     if wanted > 1:
         spent = _spend_lease(key.id, second, limit)
@@ -190,7 +189,11 @@ def rate_limit_hit(key: KeyRecord) -> RateDecision | None:
             return spent
     try:
         granted, current, previous = _window(
-            client, [f"rl:{key.id}:{second}", f"rl:{key.id}:{second - 1}"], limit, weight, wanted
+            redis_client(),
+            [f"rl:{key.id}:{second}", f"rl:{key.id}:{second - 1}"],
+            limit,
+            weight,
+            wanted,
         )
     except redis.RedisError:
         global _warned_at

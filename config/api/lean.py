@@ -36,18 +36,21 @@ import orjson
 from django.conf import settings
 from django.core import signals
 from django.core.cache import close_caches
+from django.core.cache.backends.base import BaseCache
+from django.core.cache.backends.redis import RedisCache
 from django.core.handlers.base import reset_urlconf
 from django.core.signals import setting_changed
-from django.db import close_old_connections, reset_queries
+from django.db import close_old_connections, connections, reset_queries
 from django.dispatch import receiver
 from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
 from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, resolve
 from django.urls.resolvers import RoutePattern
+from django.utils.module_loading import import_string
 
 from config.api.envelope import error_body
 from config.api.parsers import body_limit, json_body
-from config.libinternals import receiver_keys
+from config.libinternals import connections_opened, receiver_keys
 from config.observability.metrics import request_observe
 from config.observability.requestcontext import request_id_from, request_id_reset, request_id_set
 
@@ -270,11 +273,32 @@ def _ordinary(environ: dict[str, Any], own_accept: bool) -> bool:
         return False
     if settings.USE_X_FORWARDED_HOST and "HTTP_X_FORWARDED_HOST" in environ:
         return False
-    host = environ.get("HTTP_HOST", "")
-    domain, _ = split_domain_port(host)
-    if not domain or not validate_host(domain, _allowed_hosts()):
+    if not _host_allowed(environ.get("HTTP_HOST", "")):
         return False
     return not (settings.SECURE_SSL_REDIRECT and not _is_secure(environ))
+
+
+# Each Host value's decision, as Django's Host check makes it from the settings; forgotten
+# when a setting changes (tests), and when more hosts were seen than any deployment serves
+# (a client may send anything).
+_HOSTS_DECIDED: dict[str, bool] = {}
+_HOSTS_KEPT = 256
+
+
+def _host_allowed(host: str) -> bool:
+    allowed = _HOSTS_DECIDED.get(host)
+    if allowed is None:
+        domain, _ = split_domain_port(host)
+        allowed = bool(domain) and validate_host(domain, _allowed_hosts())
+        if len(_HOSTS_DECIDED) >= _HOSTS_KEPT:
+            _HOSTS_DECIDED.clear()
+        _HOSTS_DECIDED[host] = allowed
+    return allowed
+
+
+@receiver(setting_changed)
+def _hosts_forget(**kwargs: Any) -> None:
+    _HOSTS_DECIDED.clear()
 
 
 def _allowed_hosts() -> list[str]:
@@ -372,8 +396,11 @@ def request_started(environ: dict[str, Any]) -> None:
     if receiver_keys(signals.request_started) != _STARTED:
         signals.request_started.send(sender=LeanFront, environ=environ)
         return
-    reset_queries()
-    close_old_connections()
+    # `reset_queries`, then `close_old_connections`: each acts on every made connection
+    # alone, so one pass over them does both.
+    for db in connections_opened(connections):
+        db.queries_log.clear()
+        db.close_if_unusable_or_obsolete()
 
 
 def request_finished() -> None:
@@ -382,9 +409,31 @@ def request_finished() -> None:
     if receiver_keys(signals.request_finished) != _FINISHED:
         signals.request_finished.send(sender=LeanFront)
         return
-    close_old_connections()
-    close_caches()
+    for db in connections_opened(connections):
+        db.close_if_unusable_or_obsolete()
+    if not _caches_close_nothing():
+        close_caches()
     reset_urlconf(sender=None)
+
+
+# Cache backends whose `close` does nothing (Django's Redis cache, and every backend that
+# keeps the base class's): with only those configured, `close_caches` has nothing to do.
+_CLOSE_NOTHING = frozenset({BaseCache.close, RedisCache.close})
+_caches_closing: list[bool] = []
+
+
+def _caches_close_nothing() -> bool:
+    """Whether closing the configured caches does nothing, read off the settings once (and
+    again after a setting changes, in tests)."""
+    if not _caches_closing:
+        backends = [import_string(entry["BACKEND"]) for entry in settings.CACHES.values()]
+        _caches_closing.append(all(backend.close in _CLOSE_NOTHING for backend in backends))
+    return _caches_closing[0]
+
+
+@receiver(setting_changed)
+def _caches_closing_forget(**kwargs: Any) -> None:
+    _caches_closing.clear()
 
 
 def serve(match: Match, environ: dict[str, Any], body: bytes) -> LeanAnswer:

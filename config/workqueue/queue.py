@@ -405,11 +405,7 @@ class WorkQueue(Generic[T]):
 
     def wake(self) -> None:
         """Publishes the task unless a wake-up went out within the debounce interval."""
-        wakeup.wake(
-            task=self.task,
-            key=self.wake_key,
-            debounce_seconds=_tunable(self.wake_debounce_seconds),
-        )
+        wakeup.wake(task=self.task, key=self.wake_key, debounce_seconds=self.wake_debounce_seconds)
 
     def wake_later(self, *, countdown: float) -> None:
         """A wake-up after `countdown` seconds, for retries that become due then."""

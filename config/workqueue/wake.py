@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.core.cache import cache
@@ -111,14 +112,17 @@ class _Waker:
 _waker = _Waker()
 
 
-def wake(*, task: str, key: str, debounce_seconds: float) -> None:
+def wake(*, task: str, key: str, debounce_seconds: float | Callable[[], float]) -> None:
     """Publishes `task` soon, unless a wake-up under `key` went out in the last interval.
-    Returns at once: the waker thread asks the cache and publishes."""
+    Returns at once: the waker thread asks the cache and publishes. `debounce_seconds` may
+    be a setting's reader, read only when a wake-up is submitted: most calls end at the
+    local check, and reading the setting cost more than it."""
     now = time.monotonic()
     if now < _local_next_check.get(key, 0.0):
         return
     _local_next_check[key] = now + LOCAL_DEBOUNCE_SECONDS
-    _waker.submit(task=task, key=key, debounce_seconds=debounce_seconds)
+    interval = debounce_seconds() if callable(debounce_seconds) else debounce_seconds
+    _waker.submit(task=task, key=key, debounce_seconds=interval)
 
 
 def prepare() -> None:

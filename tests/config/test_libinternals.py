@@ -12,14 +12,16 @@ import hpack
 import httpcore
 import httpx
 import pytest
+from django.core.cache import caches
 from django.core.signals import request_finished, request_started
-from django.db import connection
+from django.db import connection, connections
 from django.dispatch import Signal
 
 from bench import keys
 from bench.standins import ApnsStandin
 from config.api import lean
 from config.libinternals import (
+    connections_opened,
     h2_encoders,
     httpx_errors,
     instance_blank,
@@ -221,3 +223,55 @@ def test_the_lean_path_knows_django_s_own_request_signal_receivers():
     rather than the lean path quietly falling back to sending the signals."""
     assert receiver_keys(request_started) == lean._STARTED
     assert receiver_keys(request_finished) == lean._FINISHED
+
+
+@pytest.mark.django_db
+def test_the_opened_connections_are_those_django_lists_as_made() -> None:
+    """`connections_opened` stands in for `all(initialized_only=True)` on the lean path's
+    hot path: the same connections, in the same order, for the database and the caches,
+    in a thread that made none and in one that made them."""
+    seen: dict[str, Any] = {}
+
+    def fresh_thread() -> None:
+        seen["before"] = (connections_opened(connections), connections_opened(caches))
+        seen["django before"] = (
+            connections.all(initialized_only=True),
+            caches.all(initialized_only=True),
+        )
+        connection.ensure_connection()
+        caches["default"].get("nothing")
+        seen["after"] = (connections_opened(connections), connections_opened(caches))
+        seen["django after"] = (
+            connections.all(initialized_only=True),
+            caches.all(initialized_only=True),
+        )
+        connection.close()
+
+    thread = Thread(target=fresh_thread)
+    thread.start()
+    thread.join()
+    assert seen["before"] == seen["django before"] == ([], [])
+    assert seen["after"] == seen["django after"]
+    assert [made.alias for made in seen["after"][0]] == ["default"]
+    assert len(seen["after"][1]) == 1
+
+
+def test_the_lean_path_skips_closing_caches_only_when_closing_them_does_nothing(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Django's Redis cache and every backend that keeps the base class's `close` close
+    nothing; a backend with its own `close` is closed at the end of each request."""
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache"},
+        "local": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    }
+    assert lean._caches_close_nothing()
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache"},
+        "memcached": {"BACKEND": "django.core.cache.backends.memcached.PyMemcacheCache"},
+    }
+    assert not lean._caches_close_nothing()
+    closed: list[bool] = []
+    monkeypatch.setattr(lean, "close_caches", lambda: closed.append(True))
+    lean.request_finished()
+    assert closed == [True]
