@@ -98,7 +98,8 @@ def related_cache(instance: models.Model) -> dict[str, Any]:
 def receiver_keys(signal: Signal) -> tuple[tuple[int, int], ...]:
     """The lookup keys of `signal`'s connected receivers, in the order it calls them: each
     `(id(receiver), id(sender))`, the sender `None` for a receiver of every sender."""
-    return tuple(entry[0] for entry in signal.receivers)
+    # A list made first: a generator costs a resumption per receiver, on every request.
+    return tuple([entry[0] for entry in signal.receivers])
 
 
 def connections_opened(handler: "BaseConnectionHandler[T]") -> list[T]:
