@@ -44,8 +44,8 @@ def tool_call_record(
 ) -> None:
     """Records one tool call in the audit (one insert)."""
     # In the statement's column order. The id is time-ordered, of the call's own
-    # millisecond: each row goes to the right edge of the primary key's index, as the
-    # rows of the partition it lands in are, where a random one dirtied a page anywhere.
+    # millisecond, so each row goes to the right edge of its partition's primary key
+    # index, where a random one dirtied a page anywhere in it.
     values = (
         uuid7(at=created_at),
         uuid.UUID(key.id),
