@@ -19,14 +19,19 @@ import json
 import logging
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 import orjson
+from django.conf import settings
 from django.core.handlers.wsgi import WSGIRequest
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.http import HttpResponseBase
-from django.urls import Resolver404, ResolverMatch, resolve
+from django.urls import Resolver404, get_urlconf, resolve
+from django.urls.resolvers import RoutePattern
 from rest_framework.response import Response
 
 from agent.catalog import Catalog
@@ -193,21 +198,83 @@ def _inner_environ(outer: Outer, method: str, call: _Request) -> tuple[dict[str,
     return environ, body
 
 
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    """Where the paths of one tool go: the view Django's resolver found for the first of
+    them, and the route it matched there, which alone reads the next ones."""
+
+    view: Callable[..., Any]
+    route: RoutePattern
+    # What the URLconf gives the view besides the path's arguments (`path(..., kwargs)`).
+    extra: dict[str, Any]
+
+
+# A tool's endpoint, by the URLconf and the tool's path. Only for tools whose paths differ
+# in UUIDs alone: each of them goes to the view the first went to, since the route that
+# matched it matches them all and no route before it tells one UUID from another
+# (tests/agent/test_tool_requests.py checks every tool against Django's resolver).
+_endpoints: dict[tuple[Any, str], _Endpoint | None] = {}
+
+
+@receiver(setting_changed)
+def _endpoints_forget(*, setting: str, **kwargs: Any) -> None:
+    if setting == "ROOT_URLCONF":
+        _endpoints.clear()
+
+
+def _fixed_endpoint(tool: AgentTool) -> bool:
+    """Whether a tool's paths differ only in UUIDs (no routed target, no chosen text)."""
+    return tool.route is None and not any(name in tool.path_values for name in path_arguments(tool))
+
+
+def _resolved(tool: AgentTool, path: str) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """The view `path` (one of `tool`'s) resolves to and its arguments, as Django's
+    resolver gives them; resolved by Django once per tool whose paths differ in UUIDs
+    alone (resolving walks the URLconf's patterns one by one, which cost a tool call as
+    much as its audit row), then read by the route that matched."""
+    if not _fixed_endpoint(tool):
+        match = resolve(path)
+        return match.func, match.kwargs
+    at = (get_urlconf() or settings.ROOT_URLCONF, tool.path)
+    endpoint = _endpoints.get(at)
+    if endpoint is not None:
+        found = endpoint.route.match(path[1:])
+        if found is not None:
+            return endpoint.view, {**found[2], **endpoint.extra}
+    match = resolve(path)
+    if at not in _endpoints:
+        route = RoutePattern(match.route, is_endpoint=True)
+        read = route.match(path[1:])
+        # A route Django reads otherwise (a regular expression of `re_path`, arguments an
+        # `include` takes) leaves the tool to Django's resolver every time.
+        usable = False
+        if read is not None and not match.args:
+            extra = {name: value for name, value in match.kwargs.items() if name not in read[2]}
+            usable = {**read[2], **extra} == match.kwargs
+        _endpoints[at] = _Endpoint(match.func, route, extra) if usable else None
+    return match.func, match.kwargs
+
+
 def _served(
-    match: ResolverMatch, method: str, environ: dict[str, Any], body: bytes, settled: Settled
+    view_function: Callable[..., Any],
+    kwargs: dict[str, Any],
+    method: str,
+    environ: dict[str, Any],
+    body: bytes,
+    settled: Settled,
 ) -> tuple[int, Any]:
     """The endpoint's status and JSON answer. A view that serves `method` on the lean path
     (config/api/lean.py) answers there, as it does a client's request, without DRF's
     dispatch; any other through its DRF view."""
-    view = getattr(match.func, "cls", None)
+    view = getattr(view_function, "cls", None)
     if view is not None and method in getattr(view, "lean_methods", ()):
         request = lean_request(environ, body)
         request_settle(request, settled)
-        answer = view.lean_dispatch(request, match.kwargs)
+        answer = view.lean_dispatch(request, kwargs)
         return answer.status, orjson.loads(answer.body) if answer.body else None
     inner = WSGIRequest(environ)
     request_settle(inner, settled)
-    return _answer(match.func(inner, **match.kwargs))
+    return _answer(view_function(inner, **kwargs))
 
 
 def _answer(response: HttpResponseBase) -> tuple[int, Any]:
@@ -269,11 +336,11 @@ def tool_run(
         call = _split(tool, arguments or {})
         if tool.route is not None:
             call = _routed(catalog, tool, key, call)
-        match = resolve(call.path)
+        view_function, kwargs = _resolved(tool, call.path)
         project, access = call.checked or (None, None)
         settled = Settled(key=key, rate_limit=rate_limit, project=project, access=access)
         environ, content = _inner_environ(outer, tool.method, call)
-        status, body = _served(match, tool.method, environ, content, settled)
+        status, body = _served(view_function, kwargs, tool.method, environ, content, settled)
     except Resolver404:
         return _error_outcome(NotFound("No such resource."))
     except Exception as exc:

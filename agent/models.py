@@ -1,14 +1,14 @@
 """The audit of agent tool calls."""
 
-import uuid
-
 from django.db import models
+
+from config.db.ids import uuid7
 
 
 class ToolCall(models.Model):
     """One tool call over MCP: who made it, in which project, and how it ended."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # Plain ids, not foreign keys: the record outlives the key and the project, and an
     # unknown project id an agent sent is recorded as it was refused.
     api_key_id = models.UUIDField()
@@ -24,8 +24,8 @@ class ToolCall(models.Model):
     class Meta:
         # The table is partitioned by `created_at` (config/db/partitions.py, made in
         # migration 0002): its primary key in the database is (id, created_at), as
-        # PostgreSQL requires of a partitioned table; `id` alone, a random UUID, is the key
-        # Django knows.
+        # PostgreSQL requires of a partitioned table; `id` alone, a time-ordered UUID
+        # (config/db/ids.py), is the key Django knows.
         indexes = [
             # Serves the console's list of a project's calls, newest first.
             models.Index(fields=["project_id", "-created_at"], name="agent_call_project_idx"),

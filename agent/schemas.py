@@ -9,6 +9,7 @@ describe different inputs, and the document's exactness (bounds, formats, `oneOf
 """
 
 import copy
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -36,7 +37,13 @@ def path_arguments(tool: AgentTool) -> tuple[str, ...]:
     """The arguments a tool's path names, in order; none for a routed tool."""
     if tool.route is not None:
         return ()
-    return tuple(_PATH_ARGUMENT.findall(tool.path))
+    return _path_names(tool.path)
+
+
+@functools.cache
+def _path_names(path: str) -> tuple[str, ...]:
+    # Read on every tool call: a tool's path is read once.
+    return tuple(_PATH_ARGUMENT.findall(path))
 
 
 def query_arguments(tool: AgentTool) -> tuple[str, ...]:

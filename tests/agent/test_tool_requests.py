@@ -3,6 +3,7 @@ limit count, a project checked for routing) and decides none of it again; nothin
 client sends can stand in for that."""
 
 import json
+import re
 import uuid
 from typing import Any
 
@@ -10,8 +11,12 @@ import pytest
 from django.db import connection
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
+from django.urls import resolve
 from rest_framework.views import APIView
 
+from agent.catalog import catalog
+from agent.dispatch import _resolved
+from agent.schemas import path_arguments
 from tenancy.api.authentication import (
     Settled,
     api_key_authenticate,
@@ -165,3 +170,20 @@ def test_a_tool_whose_endpoint_is_not_lean_goes_through_drf(api, world, drf_disp
 
     assert listed["isError"] is False
     assert "ContactListView" in drf_dispatches
+
+
+def _filled(path: str) -> str:
+    return re.sub(r"\{[a-z_]+\}", lambda _: str(uuid.uuid4()).upper(), path)
+
+
+def test_every_tool_goes_where_djangos_resolver_sends_its_path():
+    tools = [tool for tool in catalog().tools.values() if tool.route is None]
+    # Whether a tool's route is read once or every time, each of its paths (twice over,
+    # with other UUIDs) goes to the view and arguments Django resolves it to.
+    for tool in tools * 2:
+        if any(name in tool.path_values for name in path_arguments(tool)):
+            continue
+        path = _filled(tool.path)
+        expected = resolve(path)
+
+        assert _resolved(tool, path) == (expected.func, expected.kwargs), tool.name
