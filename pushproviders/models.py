@@ -158,7 +158,11 @@ class PushMessage(models.Model):
     the message the rendering of its first recipient."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="push_messages")
+    # No index of its own: push_message_created_idx and the unique per idempotency key
+    # lead with it.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, db_index=False, related_name="push_messages"
+    )
     # Null once the app is deleted (its providers and installations go with it).
     app = models.ForeignKey(
         PushApp, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages"
@@ -249,7 +253,10 @@ class PushDelivery(WorkItem):
     table. A message has one time, so the key is as unique as before."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    message = models.ForeignKey(PushMessage, on_delete=models.CASCADE, related_name="deliveries")
+    # No index of its own: the unique push_delivery_one_per_installation leads with it.
+    message = models.ForeignKey(
+        PushMessage, on_delete=models.CASCADE, db_index=False, related_name="deliveries"
+    )
     # The message's `created_at`, copied at insert: the partition key. Reads of a
     # message's deliveries name it, to read one partition.
     message_created_at = models.DateTimeField()
