@@ -158,11 +158,7 @@ class PushMessage(models.Model):
     the message the rendering of its first recipient."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    # No index of its own: push_message_created_idx and the unique per idempotency key
-    # lead with it.
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, db_index=False, related_name="push_messages"
-    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="push_messages")
     # Null once the app is deleted (its providers and installations go with it).
     app = models.ForeignKey(
         PushApp, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages"

@@ -1,12 +1,11 @@
-"""Drops the single-column indexes Django made for these foreign keys: an index that
-leads with the same column (named on each field) serves every lookup by it, so each
-insert maintains one index fewer.
+"""Drops the single-column indexes Django made for an event's and an event type's project:
+event_project_created_idx and event_type_project_created_idx lead with the same column and
+serve every lookup by it, so each insert maintains one index fewer.
 
 Only the index goes: the state changes to `db_index=False`, and the database runs a plain
 DROP INDEX. (Django's own AlterField would also drop and re-add the foreign key, which
-checks every row again under a lock, and on some tables drops a partial unique
-constraint on the column along with the index.) On a partitioned table, dropping the parent's index drops
-each partition's; partitions made later get only the parent's indexes."""
+checks every row again under a lock.) Dropping the partitioned table's index drops each
+partition's; partitions made later get only the parent's indexes."""
 
 import django.db.models.deletion
 from django.db import migrations, models

@@ -27,7 +27,6 @@ CLEANED = (
     "messaging_suppression",
     "messaging_templateversion",
     "messaging_campaignfanout",
-    "pushproviders_pushmessage",
     "pushproviders_pushdelivery",
     "imports_import",
     "imports_importrow",

@@ -1,11 +1,10 @@
-"""Drops the single-column indexes Django made for these foreign keys: an index that
-leads with the same column (named on each field) serves every lookup by it, so each
-insert maintains one index fewer.
+"""Drops the single-column index Django made for a delivery's endpoint:
+webhook_delivery_log_idx and the unique webhook_delivery_once_per_event lead with the same
+column and serve every lookup by it, so each insert maintains one index fewer.
 
 Only the index goes: the state changes to `db_index=False`, and the database runs a plain
 DROP INDEX. (Django's own AlterField would also drop and re-add the foreign key, which
-checks every row again under a lock, and on some tables drops a partial unique
-constraint on the column along with the index.)"""
+checks every row again under a lock.)"""
 
 import django.db.models.deletion
 from django.db import migrations, models
