@@ -91,7 +91,11 @@ class AutomationVersion(models.Model):
     Published and superseded versions never change."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    automation = models.ForeignKey(Automation, on_delete=models.CASCADE, related_name="versions")
+    # No index of its own: autversion_list_idx and the unique
+    # automation_version_number_unique lead with it.
+    automation = models.ForeignKey(
+        Automation, on_delete=models.CASCADE, db_index=False, related_name="versions"
+    )
     version_number = models.PositiveIntegerField()
     state = models.CharField(max_length=16, choices=AutomationVersionState.choices)
     definition = models.JSONField(encoder=DjangoJSONEncoder)

@@ -3,12 +3,17 @@
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from tenancy.models import ProjectScopedModel
+from tenancy.models import Project, ProjectForeignKey, ProjectScopedModel
 
 
 class Contact(ProjectScopedModel):
     """A person in a project, found by normalised email or external id."""
 
+    # No index of its own: contact_project_created_idx leads with it and serves every
+    # lookup by project (the project's deletion included).
+    project = ProjectForeignKey(
+        Project, on_delete=models.CASCADE, db_index=False, related_name="contacts"
+    )
     email = models.CharField(max_length=320, null=True, blank=True)
     external_id = models.CharField(max_length=255, null=True, blank=True)
     fields = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)

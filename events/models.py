@@ -42,7 +42,11 @@ class Event(WorkItem):
     work-queue kit)."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: event_project_created_idx leads with it and serves every
+    # lookup by project (the project's deletion included).
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, db_index=False, related_name="events"
+    )
     event = models.CharField(max_length=200)
     source = models.CharField(
         max_length=16, choices=EventSource.choices, default=EventSource.CUSTOMER
@@ -153,7 +157,11 @@ class EventType(models.Model):
     """One catalog entry per project, event name and source: what the event looks like."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="event_types")
+    # No index of its own: event_type_project_created_idx and the unique
+    # event_type_one_per_name_source lead with it.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, db_index=False, related_name="event_types"
+    )
     event = models.CharField(max_length=200)
     source = models.CharField(max_length=16, choices=EventSource.choices)
     # Field path -> observed type tokens; `schema_hint` is rendered from it.

@@ -6,7 +6,7 @@ from django.db import models
 
 from config.runtime import clock
 from config.workqueue.models import WorkItem, due_index, lease_index
-from tenancy.models import ProjectScopedModel
+from tenancy.models import Project, ProjectForeignKey, ProjectScopedModel
 
 
 class ImportStatus(models.TextChoices):
@@ -49,6 +49,10 @@ class Import(ProjectScopedModel):
     """An upload of contacts (CSV or JSON rows) with its mapping, and where it stands:
     uploaded, previewed (with the totals of its plan), committing, committed or failed."""
 
+    # No index of its own: import_project_created_idx leads with it.
+    project = ProjectForeignKey(
+        Project, on_delete=models.CASCADE, db_index=False, related_name="imports"
+    )
     status = models.CharField(
         max_length=16, choices=ImportStatus.choices, default=ImportStatus.UPLOADED
     )
@@ -117,8 +121,13 @@ class ImportRow(models.Model):
     Unmapped columns are not kept, nor anything of a row found invalid at upload."""
 
     id = models.BigAutoField(primary_key=True)
+    # No index of its own: the unique importrow_one_per_number leads with it.
     import_record = models.ForeignKey(
-        Import, on_delete=models.CASCADE, related_name="rows", db_column="import_id"
+        Import,
+        on_delete=models.CASCADE,
+        db_index=False,
+        related_name="rows",
+        db_column="import_id",
     )
     # 1 is the first data row (after the header).
     row_number = models.PositiveIntegerField()
@@ -150,8 +159,13 @@ class ImportChunk(WorkItem):
     is worth on the import's progress."""
 
     id = models.BigAutoField(primary_key=True)
+    # No index of its own: the unique importchunk_one_per_range leads with it.
     import_record = models.ForeignKey(
-        Import, on_delete=models.CASCADE, related_name="chunks", db_column="import_id"
+        Import,
+        on_delete=models.CASCADE,
+        db_index=False,
+        related_name="chunks",
+        db_column="import_id",
     )
     first_row = models.PositiveIntegerField()
     last_row = models.PositiveIntegerField()

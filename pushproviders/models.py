@@ -249,7 +249,10 @@ class PushDelivery(WorkItem):
     table. A message has one time, so the key is as unique as before."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    message = models.ForeignKey(PushMessage, on_delete=models.CASCADE, related_name="deliveries")
+    # No index of its own: the unique push_delivery_one_per_installation leads with it.
+    message = models.ForeignKey(
+        PushMessage, on_delete=models.CASCADE, db_index=False, related_name="deliveries"
+    )
     # The message's `created_at`, copied at insert: the partition key. Reads of a
     # message's deliveries name it, to read one partition.
     message_created_at = models.DateTimeField()

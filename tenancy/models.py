@@ -275,7 +275,10 @@ class ProjectGrant(models.Model):
 class UsageDay(models.Model):
     """Metered usage of one project on one day (UTC), as folded from the live counters."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="usage_days")
+    # No index of its own: the unique usage_day_one_per_date leads with it.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, db_index=False, related_name="usage_days"
+    )
     date = models.DateField()
     events_ingested = models.BigIntegerField(default=0)
     runs_started = models.BigIntegerField(default=0)

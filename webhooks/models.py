@@ -63,8 +63,10 @@ class WebhookDelivery(WorkItem):
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="webhook_deliveries"
     )
+    # No index of its own: webhook_delivery_log_idx and the unique
+    # webhook_delivery_once_per_event lead with it.
     endpoint = models.ForeignKey(
-        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+        WebhookEndpoint, on_delete=models.CASCADE, db_index=False, related_name="deliveries"
     )
     event_id = models.UUIDField()
     event_type = models.CharField(max_length=200)

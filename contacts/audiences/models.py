@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from contacts.models import Contact
-from tenancy.models import ProjectScopedModel
+from tenancy.models import Project, ProjectForeignKey, ProjectScopedModel
 
 
 class PropertyType(models.TextChoices):
@@ -20,6 +20,11 @@ class PropertyType(models.TextChoices):
 class Audience(ProjectScopedModel):
     """A named group of contacts in a project (a list, a segment you maintain yourself)."""
 
+    # No index of its own: audience_project_idx and the unique audience_one_per_name
+    # lead with it.
+    project = ProjectForeignKey(
+        Project, on_delete=models.CASCADE, db_index=False, related_name="audiences"
+    )
     name = models.CharField(max_length=200)
     description = models.TextField(null=True, blank=True)
 
@@ -64,7 +69,11 @@ class AudienceMembership(models.Model):
     """A contact in an audience, with its property values."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    audience = models.ForeignKey(Audience, on_delete=models.CASCADE, related_name="memberships")
+    # No index of its own: membership_audience_idx and the unique
+    # audience_membership_one_per_contact lead with it.
+    audience = models.ForeignKey(
+        Audience, on_delete=models.CASCADE, db_index=False, related_name="memberships"
+    )
     contact = models.ForeignKey(
         Contact, on_delete=models.CASCADE, related_name="audience_memberships"
     )

@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from contacts.models import Contact
-from tenancy.models import ProjectScopedModel
+from tenancy.models import Project, ProjectForeignKey, ProjectScopedModel
 
 
 class SubscriptionStatus(models.TextChoices):
@@ -30,6 +30,11 @@ class Topic(ProjectScopedModel):
     """A subject a project mails about (newsletter, product updates). A contact without an
     explicit choice has the topic's `default_status` (opt-in or opt-out)."""
 
+    # No index of its own: topic_project_created_idx and the unique topic_one_per_name
+    # lead with it.
+    project = ProjectForeignKey(
+        Project, on_delete=models.CASCADE, db_index=False, related_name="topics"
+    )
     name = models.CharField(max_length=200)
     description = models.TextField(null=True, blank=True)
     default_status = models.CharField(
@@ -54,7 +59,11 @@ class Subscription(models.Model):
     """A contact's explicit choice for a topic, with when and through what it was made."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="subscriptions")
+    # No index of its own: subscription_topic_idx and the unique
+    # subscription_one_per_topic_contact lead with it.
+    topic = models.ForeignKey(
+        Topic, on_delete=models.CASCADE, db_index=False, related_name="subscriptions"
+    )
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="subscriptions")
     status = models.CharField(max_length=16, choices=SubscriptionStatus.choices)
     source = models.CharField(max_length=32, choices=SubscriptionSource.choices)

@@ -204,7 +204,10 @@ class CampaignFanout(WorkItem):
     the work-queue kit; batches of one campaign run in parallel."""
 
     id = models.BigAutoField(primary_key=True)
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="fanouts")
+    # No index of its own: the unique campaign_fanout_one_per_position leads with it.
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, db_index=False, related_name="fanouts"
+    )
     position = models.PositiveIntegerField()
     after_contact_id = models.UUIDField(null=True, blank=True)
     upto_contact_id = models.UUIDField(null=True, blank=True)

@@ -19,7 +19,11 @@ class Suppression(models.Model):
     """An address of a project, in the project's normal form, that no message goes to."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="suppressions")
+    # No index of its own: suppression_created_idx and the unique
+    # suppression_one_per_email lead with it.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, db_index=False, related_name="suppressions"
+    )
     email = models.CharField(max_length=320)
     reason = models.CharField(max_length=16, choices=SuppressionReason.choices)
     created_at = models.DateTimeField(default=clock.now)

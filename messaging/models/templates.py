@@ -54,7 +54,11 @@ class TemplateVersion(models.Model):
     push versions title, body and data. Published and superseded versions never change."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    template = models.ForeignKey(MessageTemplate, on_delete=models.CASCADE, related_name="versions")
+    # No index of its own: tplversion_template_idx and the unique
+    # template_version_number_unique lead with it.
+    template = models.ForeignKey(
+        MessageTemplate, on_delete=models.CASCADE, db_index=False, related_name="versions"
+    )
     version_number = models.PositiveIntegerField()
     state = models.CharField(max_length=16, choices=VersionState.choices)
     subject = models.TextField(null=True, blank=True)
