@@ -2,13 +2,14 @@
 autversion_list_idx and the unique automation_version_number_unique lead with the same
 column and serve every lookup by it, so each insert maintains one index fewer.
 
-Only the index goes: the state changes to `db_index=False`, and the database runs a plain
-DROP INDEX. (Django's own AlterField would also drop and re-add the foreign key, which
-checks every row again under a lock, and drop the version's partial unique constraints
-on the same column, one draft and one published, as if they were the index.)"""
+`covered_index_dropped` (config/db/migrationops.py) says how. Django's own AlterField would
+also drop the version's partial unique constraints on the same column (one draft,
+one published) as if they were the index."""
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+from config.db.migrationops import covered_index_dropped
 
 
 class Migration(migrations.Migration):
@@ -18,19 +19,12 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="automationversion",
-                    name="automation",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="automations.automation"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "automations_automationversion_automation_id_1d5ce1b5"',
-                    reverse_sql='CREATE INDEX "automations_automationversion_automation_id_1d5ce1b5" ON "automations_automationversion" ("automation_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="automationversion",
+            name="automation",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="automations.automation"),
+            index="automations_automationversion_automation_id_1d5ce1b5",
+            table="automations_automationversion",
+            column="automation_id",
         ),
     ]

@@ -2,12 +2,12 @@
 contact_project_created_idx leads with the same column and serves every lookup by it, so
 each insert maintains one index fewer.
 
-Only the index goes: the state changes to `db_index=False`, and the database runs a plain
-DROP INDEX. (Django's own AlterField would also drop and re-add the foreign key, which
-checks every row again under a lock.)"""
+`covered_index_dropped` (config/db/migrationops.py) says how."""
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+from config.db.migrationops import covered_index_dropped
 
 
 class Migration(migrations.Migration):
@@ -18,19 +18,12 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="contact",
-                    name="project",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="contacts", to="tenancy.project"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "contacts_contact_project_id_5b4c4fbe"',
-                    reverse_sql='CREATE INDEX "contacts_contact_project_id_5b4c4fbe" ON "contacts_contact" ("project_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="contact",
+            name="project",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="contacts", to="tenancy.project"),
+            index="contacts_contact_project_id_5b4c4fbe",
+            table="contacts_contact",
+            column="project_id",
         ),
     ]

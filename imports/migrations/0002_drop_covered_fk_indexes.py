@@ -2,12 +2,12 @@
 named on its field leads with the same column and serves every lookup by it, so each
 insert maintains one index fewer.
 
-Only the index goes: the state changes to `db_index=False`, and the database runs a plain
-DROP INDEX. (Django's own AlterField would also drop and re-add the foreign key, which
-checks every row again under a lock.)"""
+`covered_index_dropped` (config/db/migrationops.py) says how."""
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+from config.db.migrationops import covered_index_dropped
 
 
 class Migration(migrations.Migration):
@@ -18,49 +18,28 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="import",
-                    name="project",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="imports", to="tenancy.project"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "imports_import_project_id_d07f9d6e"',
-                    reverse_sql='CREATE INDEX "imports_import_project_id_d07f9d6e" ON "imports_import" ("project_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="import",
+            name="project",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="imports", to="tenancy.project"),
+            index="imports_import_project_id_d07f9d6e",
+            table="imports_import",
+            column="project_id",
         ),
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="importchunk",
-                    name="import_record",
-                    field=models.ForeignKey(db_column="import_id", db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="chunks", to="imports.import"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "imports_importchunk_import_id_6f565be0"',
-                    reverse_sql='CREATE INDEX "imports_importchunk_import_id_6f565be0" ON "imports_importchunk" ("import_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="importchunk",
+            name="import_record",
+            field=models.ForeignKey(db_column="import_id", db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="chunks", to="imports.import"),
+            index="imports_importchunk_import_id_6f565be0",
+            table="imports_importchunk",
+            column="import_id",
         ),
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="importrow",
-                    name="import_record",
-                    field=models.ForeignKey(db_column="import_id", db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="rows", to="imports.import"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "imports_importrow_import_id_815d38c1"',
-                    reverse_sql='CREATE INDEX "imports_importrow_import_id_815d38c1" ON "imports_importrow" ("import_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="importrow",
+            name="import_record",
+            field=models.ForeignKey(db_column="import_id", db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="rows", to="imports.import"),
+            index="imports_importrow_import_id_815d38c1",
+            table="imports_importrow",
+            column="import_id",
         ),
     ]

@@ -2,13 +2,12 @@
 (message, installation, message_created_at) leads with the same column and serves every
 lookup by it, so each insert maintains one index fewer.
 
-Only the index goes: the state changes to `db_index=False`, and the database runs a plain
-DROP INDEX. (Django's own AlterField would also drop and re-add the foreign key, which
-checks every row again under a lock.) Dropping the partitioned table's index drops each
-partition's; partitions made later get only the parent's indexes."""
+`covered_index_dropped` (config/db/migrationops.py) says how."""
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+from config.db.migrationops import covered_index_dropped
 
 
 class Migration(migrations.Migration):
@@ -18,19 +17,12 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="pushdelivery",
-                    name="message",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="deliveries", to="pushproviders.pushmessage"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "pushproviders_pushdelivery_message_id_14415638"',
-                    reverse_sql='CREATE INDEX "pushproviders_pushdelivery_message_id_14415638" ON "pushproviders_pushdelivery" ("message_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="pushdelivery",
+            name="message",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="deliveries", to="pushproviders.pushmessage"),
+            index="pushproviders_pushdelivery_message_id_14415638",
+            table="pushproviders_pushdelivery",
+            column="message_id",
         ),
     ]

@@ -2,12 +2,12 @@
 usage_day_one_per_date leads with the same column and serves every lookup by it, so each
 insert maintains one index fewer.
 
-Only the index goes: the state changes to `db_index=False`, and the database runs a plain
-DROP INDEX. (Django's own AlterField would also drop and re-add the foreign key, which
-checks every row again under a lock.)"""
+`covered_index_dropped` (config/db/migrationops.py) says how."""
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+from config.db.migrationops import covered_index_dropped
 
 
 class Migration(migrations.Migration):
@@ -17,19 +17,12 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="usageday",
-                    name="project",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="usage_days", to="tenancy.project"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "tenancy_usageday_project_id_38a7d4e3"',
-                    reverse_sql='CREATE INDEX "tenancy_usageday_project_id_38a7d4e3" ON "tenancy_usageday" ("project_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="usageday",
+            name="project",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="usage_days", to="tenancy.project"),
+            index="tenancy_usageday_project_id_38a7d4e3",
+            table="tenancy_usageday",
+            column="project_id",
         ),
     ]

@@ -2,12 +2,12 @@
 webhook_delivery_log_idx and the unique webhook_delivery_once_per_event lead with the same
 column and serve every lookup by it, so each insert maintains one index fewer.
 
-Only the index goes: the state changes to `db_index=False`, and the database runs a plain
-DROP INDEX. (Django's own AlterField would also drop and re-add the foreign key, which
-checks every row again under a lock.)"""
+`covered_index_dropped` (config/db/migrationops.py) says how."""
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+from config.db.migrationops import covered_index_dropped
 
 
 class Migration(migrations.Migration):
@@ -17,19 +17,12 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="webhookdelivery",
-                    name="endpoint",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="deliveries", to="webhooks.webhookendpoint"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "webhooks_webhookdelivery_endpoint_id_d5bfb5c8"',
-                    reverse_sql='CREATE INDEX "webhooks_webhookdelivery_endpoint_id_d5bfb5c8" ON "webhooks_webhookdelivery" ("endpoint_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="webhookdelivery",
+            name="endpoint",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="deliveries", to="webhooks.webhookendpoint"),
+            index="webhooks_webhookdelivery_endpoint_id_d5bfb5c8",
+            table="webhooks_webhookdelivery",
+            column="endpoint_id",
         ),
     ]

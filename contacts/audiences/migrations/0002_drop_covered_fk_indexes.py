@@ -2,12 +2,12 @@
 named on its field leads with the same column and serves every lookup by it, so each
 insert maintains one index fewer.
 
-Only the index goes: the state changes to `db_index=False`, and the database runs a plain
-DROP INDEX. (Django's own AlterField would also drop and re-add the foreign key, which
-checks every row again under a lock.)"""
+`covered_index_dropped` (config/db/migrationops.py) says how."""
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+from config.db.migrationops import covered_index_dropped
 
 
 class Migration(migrations.Migration):
@@ -18,34 +18,20 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="audience",
-                    name="project",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="audiences", to="tenancy.project"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "audiences_audience_project_id_06b3ff40"',
-                    reverse_sql='CREATE INDEX "audiences_audience_project_id_06b3ff40" ON "audiences_audience" ("project_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="audience",
+            name="project",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="audiences", to="tenancy.project"),
+            index="audiences_audience_project_id_06b3ff40",
+            table="audiences_audience",
+            column="project_id",
         ),
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="audiencemembership",
-                    name="audience",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="memberships", to="audiences.audience"),
-                ),
-            ],
-            database_operations=[
-                migrations.RunSQL(
-                    'DROP INDEX IF EXISTS "audiences_audiencemembership_audience_id_43c9e7d6"',
-                    reverse_sql='CREATE INDEX "audiences_audiencemembership_audience_id_43c9e7d6" ON "audiences_audiencemembership" ("audience_id")',
-                ),
-            ],
+        covered_index_dropped(
+            model_name="audiencemembership",
+            name="audience",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="memberships", to="audiences.audience"),
+            index="audiences_audiencemembership_audience_id_43c9e7d6",
+            table="audiences_audiencemembership",
+            column="audience_id",
         ),
     ]
