@@ -61,38 +61,55 @@ def event_name_map(name: str) -> str:
     return ".".join(part for part in parts if part)
 
 
+# The checks below take a member's place as the message's prefix and the member's name,
+# and join them only for an issue: a valid message (nearly every one) makes no paths.
+
+
 def _identifier(
-    value: Any, path: str, issues: list[Issue], *, max_length: int = MAX_EXTERNAL_ID_LENGTH
+    value: Any,
+    prefix: str,
+    member: str,
+    issues: list[Issue],
+    *,
+    max_length: int = MAX_EXTERNAL_ID_LENGTH,
 ) -> str | None:
     """Segment ids are strings or numbers; "" and null mean absent."""
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        issues.append(Issue("invalid_type", path, "Must be a string or a number."))
+        issues.append(Issue("invalid_type", prefix + member, "Must be a string or a number."))
         return None
     text = value if isinstance(value, str) else json.dumps(value)
     if len(text) > max_length or "\x00" in text:
         issues.append(
-            Issue("invalid", path, f"Must be at most {max_length} characters, without NUL.")
+            Issue(
+                "invalid",
+                prefix + member,
+                f"Must be at most {max_length} characters, without NUL.",
+            )
         )
         return None
     return text
 
 
-def _object(value: Any, path: str, issues: list[Issue]) -> dict[str, Any]:
+def _object(value: Any, prefix: str, member: str, issues: list[Issue]) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        issues.append(Issue("invalid_type", path, "Must be a JSON object."))
+        issues.append(Issue("invalid_type", prefix + member, "Must be a JSON object."))
         return {}
     return value
+
+
+def _timestamp(value: Any, prefix: str, member: str, issues: list[Issue]) -> dt.datetime | None:
+    return None if value is None else timestamp_parsed(value, prefix + member, issues)
 
 
 def _occurred_at(
     timestamp: dt.datetime | None,
     sent_at: dt.datetime | None,
     received_at: dt.datetime,
-    path: str,
+    prefix: str,
     issues: list[Issue],
 ) -> dt.datetime | None:
     """Segment's clock-skew correction: a device's `timestamp` moved by how far its clock
@@ -105,7 +122,13 @@ def _occurred_at(
             return timestamp.astimezone(dt.UTC)
         return (timestamp + (received_at - sent_at)).astimezone(dt.UTC)
     except OverflowError:
-        issues.append(Issue("invalid_timestamp", path, "Must be a time between years 1 and 9999."))
+        issues.append(
+            Issue(
+                "invalid_timestamp",
+                f"{prefix}timestamp",
+                "Must be a time between years 1 and 9999.",
+            )
+        )
         return None
 
 
@@ -189,18 +212,18 @@ def message_parse(
                 f"{prefix}type", f"Must be one of {', '.join(CALLS)}.", code="invalid_choice"
             )
     issues: list[Issue] = []
-    context = _object(raw.get("context"), f"{prefix}context", issues)
+    context = _object(raw.get("context"), prefix, "context", issues)
     if batch_context:
         context = {**batch_context, **context}
-    context_traits = _object(context.get("traits"), f"{prefix}context.traits", issues)
-    user_id = _identifier(raw.get("userId"), f"{prefix}userId", issues)
-    anonymous_id = _identifier(raw.get("anonymousId"), f"{prefix}anonymousId", issues)
+    context_traits = _object(context.get("traits"), prefix, "context.traits", issues)
+    user_id = _identifier(raw.get("userId"), prefix, "userId", issues)
+    anonymous_id = _identifier(raw.get("anonymousId"), prefix, "anonymousId", issues)
     message_id = _identifier(
-        raw.get("messageId"), f"{prefix}messageId", issues, max_length=MAX_IDEMPOTENCY_KEY_LENGTH
+        raw.get("messageId"), prefix, "messageId", issues, max_length=MAX_IDEMPOTENCY_KEY_LENGTH
     )
-    sent_at = timestamp_parsed(raw.get("sentAt"), f"{prefix}sentAt", issues) or batch_sent_at
-    timestamp = timestamp_parsed(raw.get("timestamp"), f"{prefix}timestamp", issues)
-    occurred_at = _occurred_at(timestamp, sent_at, received_at, f"{prefix}timestamp", issues)
+    sent_at = _timestamp(raw.get("sentAt"), prefix, "sentAt", issues) or batch_sent_at
+    timestamp = _timestamp(raw.get("timestamp"), prefix, "timestamp", issues)
+    occurred_at = _occurred_at(timestamp, sent_at, received_at, prefix, issues)
 
     email: Any = context_traits.get("email")
     email_path = "context.traits.email"
@@ -210,13 +233,13 @@ def message_parse(
     group_id = previous_id = None
     property_types = None
     if call == "track":
-        properties = _object(raw.get("properties"), f"{prefix}properties", issues)
+        properties = _object(raw.get("properties"), prefix, "properties", issues)
         payload = properties
         if email is None and properties.get("email") is not None:
             email, email_path = properties["email"], "properties.email"
-        name = _track_name(raw.get("event"), f"{prefix}event", issues)
+        name = _track_name(raw.get("event"), prefix, issues)
     elif call in ("page", "screen"):
-        properties = _object(raw.get("properties"), f"{prefix}properties", issues)
+        properties = _object(raw.get("properties"), prefix, "properties", issues)
         if email is None and properties.get("email") is not None:
             email, email_path = properties["email"], "properties.email"
         page_name = raw.get("name")
@@ -224,16 +247,16 @@ def message_parse(
             issues.append(Issue("invalid_type", f"{prefix}name", "Must be a string."))
         payload = {"name": page_name, "properties": properties}
     elif call == "identify":
-        traits = _object(raw.get("traits"), f"{prefix}traits", issues)
+        traits = _object(raw.get("traits"), prefix, "traits", issues)
         if traits.get("email") is not None:
             email, email_path = traits["email"], "traits.email"
         payload = {"traits": traits}
         traits = {key: value for key, value in traits.items() if key != "email"}
         issues.extend(stored_json_issues(traits, f"{prefix}traits"))
     elif call == "group":
-        traits = _object(raw.get("traits"), f"{prefix}traits", issues)
+        traits = _object(raw.get("traits"), prefix, "traits", issues)
         group_id = _identifier(
-            raw.get("groupId"), f"{prefix}groupId", issues, max_length=MAX_GROUP_ID_LENGTH
+            raw.get("groupId"), prefix, "groupId", issues, max_length=MAX_GROUP_ID_LENGTH
         )
         if group_id is None and not any(issue.path == f"{prefix}groupId" for issue in issues):
             issues.append(Issue("required", f"{prefix}groupId", "This member is required."))
@@ -242,7 +265,7 @@ def message_parse(
         traits = {k: v for k, v in traits.items() if v is None or k in property_types}
         payload = {"groupId": group_id, "traits": raw.get("traits") or {}}
     else:  # alias
-        previous_id = _identifier(raw.get("previousId"), f"{prefix}previousId", issues)
+        previous_id = _identifier(raw.get("previousId"), prefix, "previousId", issues)
         for member, value in (("previousId", previous_id), ("userId", user_id)):
             if value is None and not any(i.path == f"{prefix}{member}" for i in issues):
                 issues.append(Issue("required", f"{prefix}{member}", "This member is required."))
@@ -284,19 +307,25 @@ def message_parse(
     )
 
 
-def _track_name(value: Any, path: str, issues: list[Issue]) -> str:
+def _track_name(value: Any, prefix: str, issues: list[Issue]) -> str:
     if value is None:
-        issues.append(Issue("required", path, "This member is required."))
+        issues.append(Issue("required", prefix + "event", "This member is required."))
         return ""
     if not isinstance(value, str):
-        issues.append(Issue("invalid_type", path, "Must be a string."))
+        issues.append(Issue("invalid_type", prefix + "event", "Must be a string."))
         return ""
     name = event_name_map(value)
     if not name:
-        issues.append(Issue("invalid_event_name", path, "The name has no letters or digits."))
+        issues.append(
+            Issue("invalid_event_name", prefix + "event", "The name has no letters or digits.")
+        )
     elif name.startswith(SYSTEM_PREFIX):
         issues.append(
-            Issue("reserved_event_name", path, f"Names starting `{SYSTEM_PREFIX}` are reserved.")
+            Issue(
+                "reserved_event_name",
+                prefix + "event",
+                f"Names starting `{SYSTEM_PREFIX}` are reserved.",
+            )
         )
     return name
 
