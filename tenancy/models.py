@@ -173,7 +173,9 @@ class ProjectScopedModel(models.Model):
     go with it), and when it was created and last changed.
 
     The reverse accessor is the lower-cased class name plus "s"; a model for which that
-    reads wrong declares `project = ProjectForeignKey(..., related_name="...")` itself."""
+    reads wrong declares `project = ProjectForeignKey(..., related_name="...")` itself, and
+    so does one whose own index leads with the project (`db_index=False`: the key's own
+    index would only cost every insert)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = ProjectForeignKey(Project, on_delete=models.CASCADE, related_name="%(class)ss")

@@ -24,6 +24,7 @@ always has: the lean path only takes requests whose answer it gives exactly as D
 would (tests/config/test_lean.py sends every case both ways).
 """
 
+import functools
 import io
 import logging
 import time
@@ -278,27 +279,13 @@ def _ordinary(environ: dict[str, Any], own_accept: bool) -> bool:
     return not (settings.SECURE_SSL_REDIRECT and not _is_secure(environ))
 
 
-# Each Host value's decision, as Django's Host check makes it from the settings; forgotten
-# when a setting changes (tests), and when more hosts were seen than any deployment serves
-# (a client may send anything).
-_HOSTS_DECIDED: dict[str, bool] = {}
-_HOSTS_KEPT = 256
-
-
+# Each Host value's decision, as Django's Host check makes it from the settings: kept for
+# as many hosts as any deployment serves (a client may send anything), and forgotten when a
+# setting changes (tests).
+@functools.lru_cache(maxsize=256)
 def _host_allowed(host: str) -> bool:
-    allowed = _HOSTS_DECIDED.get(host)
-    if allowed is None:
-        domain, _ = split_domain_port(host)
-        allowed = bool(domain) and validate_host(domain, _allowed_hosts())
-        if len(_HOSTS_DECIDED) >= _HOSTS_KEPT:
-            _HOSTS_DECIDED.clear()
-        _HOSTS_DECIDED[host] = allowed
-    return allowed
-
-
-@receiver(setting_changed)
-def _hosts_forget(**kwargs: Any) -> None:
-    _HOSTS_DECIDED.clear()
+    domain, _ = split_domain_port(host)
+    return bool(domain) and validate_host(domain, _allowed_hosts())
 
 
 def _allowed_hosts() -> list[str]:
@@ -419,21 +406,20 @@ def request_finished() -> None:
 # Cache backends whose `close` does nothing (Django's Redis cache, and every backend that
 # keeps the base class's): with only those configured, `close_caches` has nothing to do.
 _CLOSE_NOTHING = frozenset({BaseCache.close, RedisCache.close})
-_caches_closing: list[bool] = []
 
 
+@functools.cache
 def _caches_close_nothing() -> bool:
     """Whether closing the configured caches does nothing, read off the settings once (and
     again after a setting changes, in tests)."""
-    if not _caches_closing:
-        backends = [import_string(entry["BACKEND"]) for entry in settings.CACHES.values()]
-        _caches_closing.append(all(backend.close in _CLOSE_NOTHING for backend in backends))
-    return _caches_closing[0]
+    backends = [import_string(entry["BACKEND"]) for entry in settings.CACHES.values()]
+    return all(backend.close in _CLOSE_NOTHING for backend in backends)
 
 
 @receiver(setting_changed)
-def _caches_closing_forget(**kwargs: Any) -> None:
-    _caches_closing.clear()
+def _settings_decisions_forget(**kwargs: Any) -> None:
+    _host_allowed.cache_clear()
+    _caches_close_nothing.cache_clear()
 
 
 def serve(match: Match, environ: dict[str, Any], body: bytes) -> LeanAnswer:

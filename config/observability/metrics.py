@@ -8,6 +8,7 @@ processes on one machine share their counters when PROMETHEUS_MULTIPROC_DIR name
 empty directory they all write to (prometheus-client's multiprocess mode); without it a
 scrape sees the counters of the process that answers it."""
 
+import functools
 import hmac
 import logging
 import os
@@ -51,19 +52,18 @@ LATENCY = Histogram(
 )
 
 
-# The counter and histogram children of each (route, method, status): `labels` finds the
-# same ones again on every request, under the metric's lock, at more cost than counting.
-_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+# The counter and histogram children of each (route, method, status), found once: `labels`
+# finds the same ones again on every request, under the metric's lock, at more cost than
+# counting. Routes are the URLconf's names, so they are few.
+@functools.cache
+def _children(route: str, method: str, status: int) -> tuple[Any, Any]:
+    return REQUESTS.labels(route, method, str(status)), LATENCY.labels(route, method)
 
 
 def request_observe(*, route: str, method: str, status: int, seconds: float) -> None:
-    key = (route, method, status)
-    children = _children.get(key)
-    if children is None:
-        children = (REQUESTS.labels(route, method, str(status)), LATENCY.labels(route, method))
-        _children[key] = children
-    children[0].inc()
-    children[1].observe(seconds)
+    requests, latency = _children(route, method, status)
+    requests.inc()
+    latency.observe(seconds)
 
 
 class DatabaseCollector(Collector):

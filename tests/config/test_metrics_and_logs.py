@@ -21,6 +21,7 @@ from config.observability.logs import JsonFormatter
 from config.workqueue import wake
 from events.models import Event, EventStatus
 from events.services.processing import events_process_due
+from events.wake import events_wake_rearm
 from tenancy.api.base import ProjectView
 from tests.automations.factories import AutomationRunFactory
 
@@ -196,6 +197,8 @@ def test_the_tasks_a_request_publishes_carry_its_id(api, world):
     def capture(sender: Any = None, headers: Any = None, **kwargs: Any) -> None:
         published.append({"task": sender, **(headers or {})})
 
+    # A wake-up an earlier test of this process sent would hold this one back (debounced).
+    events_wake_rearm()
     before_task_publish.connect(capture, weak=False)
     try:
         response = api.post(
