@@ -80,6 +80,8 @@ def test_the_statements_event_is_the_row_contact_event_emit_writes(world, clock,
         "email": "a@example.com",
         "external_id": external_id,
     }
+    # Time-ordered ids, as the emitted events' own.
+    assert [row.id.version for row in written] == [row.id.version for row in emitted] == [7, 7]
 
 
 def test_the_returned_contact_is_the_stored_row(world):
