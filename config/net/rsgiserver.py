@@ -25,7 +25,7 @@ import queue
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from django.conf import settings
@@ -137,17 +137,26 @@ async def read_body(proto: Any, *, declared: int | None, limit: int, pause: floa
     if declared is not None and declared > limit:
         raise BodyTooLarge
     if declared is not None and declared <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-        return io.BytesIO(await _read_small(proto, declared, pause))
+        # Most bodies arrive in one chunk, kept as it is.
+        chunks: list[bytes] = []
+        size = await _read(proto, pause, chunks.append)
+        if size < declared:
+            raise BodyIncomplete
+        return io.BytesIO(chunks[0] if len(chunks) == 1 else b"".join(chunks))
     # The caller closes it once the request is answered.
     # SIM115: the caller closes it, so no with block.
     body = tempfile.SpooledTemporaryFile(max_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)  # noqa: SIM115
-    size = 0
+    written = 0
+
+    def write(chunk: bytes) -> None:
+        nonlocal written
+        written += len(chunk)
+        if written > limit:
+            raise BodyTooLarge
+        body.write(chunk)
+
     try:
-        async for chunk in _chunks(proto, pause):
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge
-            body.write(chunk)
+        size = await _read(proto, pause, write)
         if declared is not None and size < declared:
             raise BodyIncomplete
     except BaseException:
@@ -157,29 +166,57 @@ async def read_body(proto: Any, *, declared: int | None, limit: int, pause: floa
     return body
 
 
-async def _chunks(proto: Any, pause: float) -> AsyncIterator[bytes]:
-    """The body's chunks as they arrive; BodyTimeout when the client sends nothing for
-    `pause` seconds."""
-    stream = proto.__aiter__()
-    while True:
-        try:
-            async with asyncio.timeout(pause):
-                chunk = await stream.__anext__()
-        except StopAsyncIteration:
+class _Pause:
+    """Ends a body read once the client has sent nothing for `pause` seconds: one timer
+    for the read, moved on only when it comes due before a pause that long has passed
+    since the last chunk. (`asyncio.timeout` around each chunk's wait set and cancelled a
+    timer per chunk and cost more than the rest of the read.)"""
+
+    __slots__ = ("cancelling", "expired", "handle", "last", "loop", "pause", "task")
+
+    def __init__(self, pause: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("A body is read in a task.")
+        self.task = task
+        # Cancellations asked for before this read: not this read's to take back.
+        self.cancelling = task.cancelling()
+        self.pause = pause
+        self.last = self.loop.time()
+        self.expired = False
+        self.handle = self.loop.call_at(self.last + pause, self._due)
+
+    def _due(self) -> None:
+        due = self.last + self.pause
+        if self.loop.time() < due:
+            self.handle = self.loop.call_at(due, self._due)
             return
-        except TimeoutError:
+        self.expired = True
+        self.task.cancel()
+
+    def timed_out(self) -> bool:
+        """Whether the cancellation being raised is this read's own, taken back if so."""
+        return self.expired and self.task.uncancel() <= self.cancelling
+
+
+async def _read(proto: Any, pause: float, take: Callable[[bytes], None]) -> int:
+    """Hands each chunk of the body to `take` as it arrives; its size in all. BodyTimeout
+    when the client sends nothing for `pause` seconds."""
+    watch = _Pause(pause)
+    size = 0
+    try:
+        async for chunk in proto:
+            watch.last = watch.loop.time()
+            size += len(chunk)
+            take(chunk)
+    except asyncio.CancelledError:
+        if watch.timed_out():
             raise BodyTimeout from None
-        yield chunk
-
-
-async def _read_small(proto: Any, declared: int, pause: float) -> bytes:
-    """A body of a declared size that fits in memory, as read_body reads any body (the
-    same pause, the same errors), kept in a list of chunks: most arrive in one."""
-    chunks = [chunk async for chunk in _chunks(proto, pause)]
-    size = sum(len(chunk) for chunk in chunks)
-    if size < declared:
-        raise BodyIncomplete
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        raise
+    finally:
+        watch.handle.cancel()
+    return size
 
 
 def _error(status: int, code: str, message: str, details: str = "") -> bytes:

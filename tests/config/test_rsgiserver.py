@@ -1,12 +1,22 @@
 """The WSGI environ config/net/rsgiserver.py builds from granian's RSGI request scope (PEP
-3333), which requests it reads a body for, and the threads that run requests. The server
-itself is driven over sockets in tests/test_server_slow_bodies.py."""
+3333), which requests it reads a body for, how it reads one, and the threads that run
+requests. The server itself is driven over sockets in tests/test_server_slow_bodies.py."""
 
+import asyncio
+import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
 
-from config.net.rsgiserver import _has_body, wsgi_environ
+from config.net.rsgiserver import (
+    BodyIncomplete,
+    BodyTimeout,
+    BodyTooLarge,
+    _has_body,
+    read_body,
+    wsgi_environ,
+)
 
 
 @dataclass
@@ -130,3 +140,66 @@ def test_request_threads_answer_each_request_and_survive_a_failure_and_a_cancel(
     assert asyncio.run(scenario())[2] == b"after"
     threads.shutdown()
     assert not any(thread.is_alive() for thread in threads.threads)
+
+
+@dataclass
+class Proto:
+    """A request body as granian's RSGI protocol gives it: chunks, each after a delay; a
+    delay of None never ends (a client that stalls)."""
+
+    chunks: list[tuple[float | None, bytes]]
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for delay, chunk in self.chunks:
+            await asyncio.sleep(3600 if delay is None else delay)
+            yield chunk
+
+
+def read(proto: Proto, *, declared: int | None, limit: int = 10_000, pause: float = 0.2) -> bytes:
+    async def reading() -> bytes:
+        with await read_body(proto, declared=declared, limit=limit, pause=pause) as body:
+            return body.read()
+
+    return asyncio.run(reading())
+
+
+@pytest.mark.parametrize("declared", [12, None])
+def test_a_body_sent_in_steady_chunks_is_read_whatever_it_takes_in_all(declared):
+    # Each chunk within the pause, the whole well over it.
+    started = time.monotonic()
+    assert read(Proto([(0.08, b"ab")] * 6), declared=declared) == b"ab" * 6
+    assert time.monotonic() - started > 0.4
+
+
+@pytest.mark.parametrize("declared", [6, None])
+def test_a_client_that_stops_sending_is_timed_out_after_the_pause(declared):
+    started = time.monotonic()
+    with pytest.raises(BodyTimeout):
+        read(Proto([(0, b"abc"), (None, b"def")]), declared=declared, pause=0.2)
+    assert 0.2 <= time.monotonic() - started < 2
+
+
+def test_a_read_cancelled_from_outside_is_cancelled_not_timed_out():
+    async def scenario() -> None:
+        reading = asyncio.ensure_future(
+            read_body(Proto([(None, b"abc")]), declared=3, limit=100, pause=0.1)
+        )
+        await asyncio.sleep(0.02)
+        reading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+        # The read's own timer is gone with it.
+        await asyncio.sleep(0.15)
+
+    asyncio.run(scenario())
+
+
+def test_a_body_too_large_or_ended_early_is_refused():
+    with pytest.raises(BodyTooLarge):
+        read(Proto([(0, b"x" * 60)] * 2), declared=None, limit=100)
+    with pytest.raises(BodyTooLarge):
+        read(Proto([]), declared=101, limit=100)
+    with pytest.raises(BodyIncomplete):
+        read(Proto([(0, b"abc")]), declared=5)
+    with pytest.raises(BodyIncomplete):
+        read(Proto([(0, b"abc")]), declared=3_000_000, limit=5_000_000)
