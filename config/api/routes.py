@@ -29,6 +29,7 @@ its own) reads as a lead no longer than what is known before it, and a view behi
 after it sharing its start, is left to Django's resolver.
 """
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,3 +144,20 @@ def readable(endpoint: Endpoint, earlier: list[Endpoint]) -> bool:
         elif other.lead.startswith(endpoint.lead) or endpoint.lead.startswith(other.lead):
             return False
     return True
+
+
+@functools.lru_cache(maxsize=8)
+def readers(resolver: URLResolver) -> tuple[Endpoint, ...]:
+    """The URLconf's `readable` endpoints, in its order (kept for the few URLconfs a
+    process resolves with: the root one, and those tests set)."""
+    listed = endpoints(resolver)
+    return tuple(endpoint for at, endpoint in enumerate(listed) if readable(endpoint, listed[:at]))
+
+
+def reader_of(resolver: URLResolver, path: str) -> Endpoint | None:
+    """The readable endpoint that reads `path` (at most one does), which is where Django's
+    resolver sends it; None when no readable endpoint does."""
+    for endpoint in readers(resolver):
+        if endpoint.read(path) is not None:
+            return endpoint
+    return None

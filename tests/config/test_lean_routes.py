@@ -1,6 +1,7 @@
 """The lean path finds the view, the arguments and the route name Django's resolver gives,
-for every path: the paths of every route in the URLconf with ids, other words and hostile
-text in their parameters, and bent out of shape, compared with `resolve()`."""
+and so do the URLconf's readable routes (config/api/routes.py, which agent tools use), for
+every path: the paths of every route in the URLconf with ids, other words and hostile text
+in their parameters, and bent out of shape, compared with `resolve()`."""
 
 import threading
 import uuid
@@ -9,10 +10,11 @@ from typing import Any
 from urllib.parse import quote
 
 from django.test import override_settings
-from django.urls import Resolver404, URLResolver, get_resolver, resolve, set_urlconf
+from django.urls import Resolver404, ResolverMatch, URLResolver, get_resolver, resolve, set_urlconf
 from django.urls.resolvers import RoutePattern
 
 from config.api.lean import LeanFront, Match, Route
+from config.api.routes import reader_of
 from contacts.api.views import ContactDetailView
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
@@ -38,20 +40,17 @@ VALUES = (
 )
 
 
-def django_answers(path: str) -> dict[str, Match | None]:
+def django_answers(found: ResolverMatch | None) -> dict[str, Match | None]:
     """What the lean path must answer, by method: Django's resolver's view, arguments and
     route name, when the view serves the method leanly."""
-    try:
-        found = resolve(path)
-    except Resolver404:
-        return dict.fromkeys(METHODS)
-    view = getattr(found.func, "view_class", None)
+    view = getattr(found.func, "view_class", None) if found is not None else None
     lean = getattr(view, "lean_methods", ())
-    name = found.view_name if found.url_name else str(found.route)
-    return {
-        method: Match(Route(view=view, name=name), found.kwargs) if method in lean else None
-        for method in METHODS
-    }
+    answers: dict[str, Match | None] = dict.fromkeys(METHODS)
+    if found is not None:
+        name = found.view_name if found.url_name else str(found.route)
+        for method in lean:
+            answers[method] = Match(Route(view=view, name=name), found.kwargs)
+    return answers
 
 
 def routes(patterns: Any, prefix: str = "") -> Iterator[str]:
@@ -99,18 +98,37 @@ def paths() -> Iterator[str]:
     yield from ("", "/", "//", "/contacts", "/contacts/", "/%63ontacts/" + ID)
 
 
-def assert_as_django(front: LeanFront) -> int:
-    compared = 0
+def assert_as_django(front: LeanFront) -> tuple[int, int]:
+    """Compares every path's lean route, and the view and arguments the URLconf's readable
+    routes give it (config/api/routes.py, as agent tools use them), with Django's resolver's;
+    how many paths were compared and how many a readable route read."""
+    compared = read = 0
+    resolver = get_resolver()
     for path in paths():
+        try:
+            found: ResolverMatch | None = resolve(path)
+        except Resolver404:
+            found = None
         answers = {method: front.match(method, path) for method in METHODS}
-        assert answers == django_answers(path), path
+        assert answers == django_answers(found), path
+        endpoint = reader_of(resolver, path)
+        if endpoint is not None:
+            assert found is not None, path
+            assert endpoint.pattern is not None
+            assert (endpoint.pattern.callback, endpoint.read(path)) == (
+                found.func,
+                found.kwargs,
+            ), path
+            read += 1
         compared += 1
-    return compared
+    return compared, read
 
 
 def test_every_path_of_the_urlconf_is_matched_as_django_resolves_it():
     front = LeanFront(lambda environ, start_response: [])
-    assert assert_as_django(front) > 10_000
+    compared, read = assert_as_django(front)
+    assert compared > 10_000
+    assert read > 1_000
     # The contact's route is read by its own pattern, with no path left to the resolver.
     table = front.routes()
     assert [route for _, route in table.read["GET"]] == [
@@ -147,7 +165,9 @@ def test_routes_that_earlier_patterns_may_share_paths_with_are_left_to_the_resol
     assert table.resolved == {"GET": ("/contacts/", "/items/", "/shouts/", "/with/")}
     # Django's answer at `/project` is the view before the lean one.
     assert table.fixed == {}
-    assert assert_as_django(front) > 1_000
+    compared, read = assert_as_django(front)
+    assert compared > 1_000
+    assert read > 50
     # Each route's extra kwargs, the view's winning over the include's and the route's.
     assert front.match("GET", f"/ns/things/{ID}") == Match(
         Route(ContactDetailView, "ns:thing"),
