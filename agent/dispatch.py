@@ -226,8 +226,8 @@ def _resolved(tool: AgentTool, path: str) -> tuple[Callable[..., Any], dict[str,
             return view, kwargs
     match = resolve(path)
     if at not in _endpoints:
-        endpoint = reader_of(get_resolver(urlconf), path)
-        _endpoints[at] = None if endpoint is None else (match.func, endpoint)
+        reader = reader_of(get_resolver(urlconf), path)
+        _endpoints[at] = None if reader is None else (match.func, reader)
     return match.func, match.kwargs
 
 
