@@ -30,8 +30,7 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.http import HttpResponseBase
-from django.urls import Resolver404, get_urlconf, resolve
-from django.urls.resolvers import RoutePattern
+from django.urls import Resolver404, get_resolver, get_urlconf, resolve
 from rest_framework.response import Response
 
 from agent.catalog import Catalog
@@ -39,6 +38,7 @@ from agent.schemas import path_arguments, query_arguments
 from config.api.errors import Issue, NotFound, ServiceError, ValidationFailed
 from config.api.exceptions import error_body_for
 from config.api.lean import lean_request
+from config.api.routes import Endpoint, reader_of
 from config.registries.agenttools import AgentTool
 from tenancy.access import Access, KeyRecord
 from tenancy.api.authentication import Settled, request_settle
@@ -198,22 +198,11 @@ def _inner_environ(outer: Outer, method: str, call: _Request) -> tuple[dict[str,
     return environ, body
 
 
-@dataclass(frozen=True, slots=True)
-class _Endpoint:
-    """Where the paths of one tool go: the view Django's resolver found for the first of
-    them, and the route it matched there, which alone reads the next ones."""
-
-    view: Callable[..., Any]
-    route: RoutePattern
-    # What the URLconf gives the view besides the path's arguments (`path(..., kwargs)`).
-    extra: dict[str, Any]
-
-
-# A tool's endpoint, by the URLconf and the tool's path. Only for tools whose paths differ
-# in UUIDs alone: each of them goes to the view the first went to, since the route that
-# matched it matches them all and no route before it tells one UUID from another
-# (tests/agent/test_tool_requests.py checks every tool against Django's resolver).
-_endpoints: dict[tuple[Any, str], _Endpoint | None] = {}
+# Where a tool's paths go, by the URLconf and the tool's path: the view the first of them
+# resolved to and its endpoint, when that endpoint's route alone tells the paths it serves
+# (config/api/routes.py): a later path it reads goes where Django's resolver would send it,
+# with the same arguments, and any other path is resolved.
+_endpoints: dict[tuple[Any, str], tuple[Callable[..., Any], Endpoint] | None] = {}
 
 
 @receiver(setting_changed)
@@ -222,36 +211,23 @@ def _endpoints_forget(*, setting: str, **kwargs: Any) -> None:
         _endpoints.clear()
 
 
-def _fixed_endpoint(tool: AgentTool) -> bool:
-    """Whether a tool's paths differ only in UUIDs (no routed target, no chosen text)."""
-    return tool.route is None and not any(name in tool.path_values for name in path_arguments(tool))
-
-
 def _resolved(tool: AgentTool, path: str) -> tuple[Callable[..., Any], dict[str, Any]]:
     """The view `path` (one of `tool`'s) resolves to and its arguments, as Django's
-    resolver gives them; resolved by Django once per tool whose paths differ in UUIDs
-    alone (resolving walks the URLconf's patterns one by one, which cost a tool call as
-    much as its audit row), then read by the route that matched."""
-    if not _fixed_endpoint(tool):
-        match = resolve(path)
-        return match.func, match.kwargs
-    at = (get_urlconf() or settings.ROOT_URLCONF, tool.path)
-    endpoint = _endpoints.get(at)
-    if endpoint is not None:
-        found = endpoint.route.match(path[1:])
-        if found is not None:
-            return endpoint.view, {**found[2], **endpoint.extra}
+    resolver gives them; resolved by Django for a tool's first path (resolving walks the
+    URLconf's patterns one by one, which cost a tool call as much as its audit row), then
+    read by the route that matched when it can be."""
+    urlconf = get_urlconf()
+    at = (urlconf or settings.ROOT_URLCONF, tool.path)
+    known = _endpoints.get(at)
+    if known is not None:
+        view, endpoint = known
+        kwargs = endpoint.read(path)
+        if kwargs is not None:
+            return view, kwargs
     match = resolve(path)
     if at not in _endpoints:
-        route = RoutePattern(match.route, is_endpoint=True)
-        read = route.match(path[1:])
-        # A route Django reads otherwise (a regular expression of `re_path`, arguments an
-        # `include` takes) leaves the tool to Django's resolver every time.
-        usable = False
-        if read is not None and not match.args:
-            extra = {name: value for name, value in match.kwargs.items() if name not in read[2]}
-            usable = {**read[2], **extra} == match.kwargs
-        _endpoints[at] = _Endpoint(match.func, route, extra) if usable else None
+        reader = reader_of(get_resolver(urlconf), path)
+        _endpoints[at] = None if reader is None else (match.func, reader)
     return match.func, match.kwargs
 
 

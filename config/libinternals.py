@@ -13,6 +13,8 @@ effect. Nothing else in the code uses a library's private parts.
   and a foreign key's related instance is cached where `select_related` puts it.
 - A Django signal's connected receivers are read by their lookup keys (the lean path calls
   the request signals' own receivers directly while they are the only ones).
+- A `path()` pattern's route is read as given, to tell a plain text from a translated one
+  (config/api/routes.py reads only the URLconf's untranslated routes).
 """
 
 from collections.abc import Callable, Iterator
@@ -25,6 +27,7 @@ import httpx
 from django.db import models
 from django.db.models.base import ModelState
 from django.dispatch import Signal
+from django.urls.resolvers import RoutePattern
 from django.utils.connection import BaseConnectionHandler
 from httpx._transports.default import map_httpcore_exceptions
 
@@ -100,6 +103,12 @@ def receiver_keys(signal: Signal) -> tuple[tuple[int, int], ...]:
     `(id(receiver), id(sender))`, the sender `None` for a receiver of every sender."""
     # A list made first: a generator costs a resumption per receiver, on every request.
     return tuple([entry[0] for entry in signal.receivers])
+
+
+def route_untranslated(pattern: RoutePattern) -> bool:
+    """Whether a `path()` pattern's route is a plain string, its regular expression the same
+    in every language, rather than a lazily translated one (`gettext_lazy`)."""
+    return isinstance(pattern._route, str)  # type: ignore[attr-defined]
 
 
 def connections_opened(handler: "BaseConnectionHandler[T]") -> list[T]:

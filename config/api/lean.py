@@ -8,10 +8,12 @@ its DRF dispatch), and a `lean_takes(environ, body)` classmethod that may pass a
 to Django once it has read it, before anything is checked or counted (the MCP endpoint,
 agent/views.py, takes only the tool calls it answers exactly as the SDK does). This
 module knows no app: it finds those views in the URLconf and serves the requests that
-match one. A path without parameters is found in a dict; a path with parameters
-(`/contacts/<uuid:contact_id>`) is resolved by Django's own resolver, so the route and its
-converted arguments are the ones Django would pick, and only paths that start as such a
-route does pay for the resolving.
+match one, with the route and the converted arguments Django's resolver would give, for
+every path, without walking the URLconf's patterns one by one as it does: a path without
+parameters is found in a dict of the resolver's answers, and a path with parameters
+(`/contacts/<uuid:contact_id>`) is read by the lean view's own route when no pattern before
+it in the URLconf can match a path it matches (config/api/routes.py says why that is
+exact); any other lean route's paths are resolved by Django's resolver.
 
 What the handler and middleware stack would have done around such a request is done here
 too: the Host check, the request id (`X-Request-Id`), the request metrics, the work of the
@@ -45,12 +47,12 @@ from django.db import close_old_connections, connections, reset_queries
 from django.dispatch import receiver
 from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
-from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, resolve
-from django.urls.resolvers import RoutePattern
+from django.urls import Resolver404, ResolverMatch, URLResolver, get_resolver, get_urlconf
 from django.utils.module_loading import import_string
 
 from config.api.envelope import error_body
 from config.api.parsers import body_limit, json_body
+from config.api.routes import Endpoint, endpoints, readable
 from config.libinternals import connections_opened, receiver_keys
 from config.observability.metrics import request_observe
 from config.observability.requestcontext import request_id_from, request_id_reset, request_id_set
@@ -156,43 +158,58 @@ class Match:
     kwargs: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class LeanTable:
+    """The lean routes of one URLconf, as `LeanFront.match` reads them."""
+
+    resolver: URLResolver
+    # (method, path) -> Django's resolver's answer, for each lean view at a path with no
+    # parameters.
+    fixed: dict[tuple[str, str], Match]
+    # method -> the lean views at paths with parameters that their own route reads
+    # (config/api/routes.py `readable`), in the URLconf's order.
+    read: dict[str, tuple[tuple[Endpoint, Route], ...]]
+    # method -> what the paths of the other lean views with parameters start with: a path
+    # that starts so is resolved by Django's resolver.
+    resolved: dict[str, tuple[str, ...]]
+
+
 @dataclass
 class LeanFront:
     """A WSGI application: the lean routes of the URLconf served here, every other request
     passed to `django` (the full handler)."""
 
     django: WsgiApp
-    _routes: dict[tuple[str, str], Route] | None = field(default=None, init=False)
-    _prefixes: dict[str, tuple[str, ...]] | None = field(default=None, init=False)
+    _table: LeanTable | None = field(default=None, init=False)
 
-    def routes(self) -> dict[tuple[str, str], Route]:
-        if self._routes is None:
-            self._routes = lean_routes()
-        return self._routes
-
-    def prefixes(self) -> dict[str, tuple[str, ...]]:
-        if self._prefixes is None:
-            self._prefixes = lean_prefixes()
-        return self._prefixes
+    def routes(self) -> LeanTable:
+        """The lean routes of the URLconf the resolver reads now (the thread's own, set for
+        a request, or the root one), made again when that URLconf changes."""
+        resolver = get_resolver(get_urlconf())
+        table = self._table
+        if table is None or table.resolver is not resolver:
+            table = self._table = lean_table(resolver)
+        return table
 
     def match(self, method: str, path: str) -> Match | None:
-        """The lean route serving `method` at `path`, or None when Django serves it."""
-        route = self.routes().get((method, path))
-        if route is not None:
-            return Match(route, {})
-        prefixes = self.prefixes().get(method)
-        if not prefixes or not path.startswith(prefixes):
+        """The lean route serving `method` at `path`, or None when Django serves it: what
+        Django's resolver answers for every path (config/api/routes.py says why)."""
+        table = self.routes()
+        fixed = table.fixed.get((method, path))
+        if fixed is not None:
+            return Match(fixed.route, dict(fixed.kwargs))
+        for endpoint, route in table.read.get(method, ()):
+            kwargs = endpoint.read(path)
+            if kwargs is not None:
+                return Match(route, kwargs)
+        leads = table.resolved.get(method)
+        if not leads or not path.startswith(leads):
             return None
         try:
-            found = resolve(path)
+            found = table.resolver.resolve(path)
         except Resolver404:
             return None
-        view = getattr(found.func, "view_class", None)
-        if view is None or method not in getattr(view, "lean_methods", ()):
-            return None
-        # As the request metrics name a route (config/api/middleware.py route_of).
-        name = found.view_name if found.url_name else str(found.route)
-        return Match(Route(view=view, name=name), dict(found.kwargs))
+        return _lean_match(found, method)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         match = self.match(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""))
@@ -208,52 +225,50 @@ class LeanFront:
         return [answer.body]
 
 
-def _lean_patterns() -> list[tuple[str, str, Route]]:
-    """(method, route, Route) for every view in the URLconf that serves methods leanly,
-    its route written as `path()` spells it, from the root (`contacts/<uuid:contact_id>`)."""
-    found: list[tuple[str, str, Route]] = []
+def _lean_match(found: ResolverMatch, method: str) -> Match | None:
+    """The lean route of the resolver's answer, None unless its view serves `method` leanly."""
+    view = getattr(found.func, "view_class", None)
+    if view is None or method not in getattr(view, "lean_methods", ()):
+        return None
+    # As the request metrics name a route (config/api/middleware.py route_of).
+    name = found.view_name if found.url_name else str(found.route)
+    return Match(Route(view=view, name=name), dict(found.kwargs))
 
-    def walk(patterns: Iterable[Any], prefix: str, namespace: str) -> None:
-        for pattern in patterns:
-            # A `path()` pattern reads as its route; a regular expression (`re_path`) is
-            # left to Django.
-            route = str(pattern.pattern) if isinstance(pattern.pattern, RoutePattern) else ""
-            if isinstance(pattern, URLResolver):
-                inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
-                if route or not str(pattern.pattern):
-                    walk(pattern.url_patterns, prefix + route, inner)
-                continue
-            if not isinstance(pattern, URLPattern) or not route:
-                continue
-            view = getattr(pattern.callback, "view_class", None)
-            methods = getattr(view, "lean_methods", None)
-            if view is None or not methods:
-                continue
-            name = f"{namespace}{pattern.name}" if pattern.name else prefix + route
+
+def lean_table(resolver: URLResolver | None = None) -> LeanTable:
+    """Every view of the URLconf that serves methods leanly, by how its paths are told:
+    a path with no parameters resolved once here, a route that alone tells its paths, or
+    Django's resolver for the paths that start as the route does."""
+    resolver = resolver or get_resolver()
+    listed = endpoints(resolver)
+    fixed: dict[tuple[str, str], Match] = {}
+    read: dict[str, list[tuple[Endpoint, Route]]] = {}
+    resolved: dict[str, set[str]] = {}
+    for at, endpoint in enumerate(listed):
+        view = getattr(endpoint.pattern, "callback", None)
+        view = getattr(view, "view_class", None)
+        methods = getattr(view, "lean_methods", None)
+        if view is None or not methods:
+            continue
+        path = endpoint.path
+        if path is not None:
+            found = resolver.resolve(path)
             for method in methods:
-                found.append((method, prefix + route, Route(view=view, name=name)))
-
-    walk(get_resolver().url_patterns, "", "")
-    return found
-
-
-def lean_routes() -> dict[tuple[str, str], Route]:
-    """(method, path) -> route, for every lean view at a path with no parameters."""
-    found: dict[tuple[str, str], Route] = {}
-    for method, route, served in _lean_patterns():
-        if "<" not in route:
-            found.setdefault((method, "/" + route), served)
-    return found
-
-
-def lean_prefixes() -> dict[str, tuple[str, ...]]:
-    """method -> the fixed starts of the lean views' paths with parameters (`/contacts/`):
-    only a path that starts so is worth resolving."""
-    found: dict[str, set[str]] = {}
-    for method, route, _ in _lean_patterns():
-        if "<" in route:
-            found.setdefault(method, set()).add("/" + route[: route.index("<")])
-    return {method: tuple(sorted(starts)) for method, starts in found.items()}
+                match = _lean_match(found, method)
+                if match is not None:
+                    fixed[method, path] = match
+        elif readable(endpoint, listed[:at]):
+            for method in methods:
+                read.setdefault(method, []).append((endpoint, Route(view, endpoint.name)))
+        else:
+            for method in methods:
+                resolved.setdefault(method, set()).add(endpoint.lead)
+    return LeanTable(
+        resolver=resolver,
+        fixed=fixed,
+        read={method: tuple(routes) for method, routes in read.items()},
+        resolved={method: tuple(sorted(leads)) for method, leads in resolved.items()},
+    )
 
 
 def _ordinary(environ: dict[str, Any], own_accept: bool) -> bool:

@@ -16,6 +16,8 @@ from django.core.cache import caches
 from django.core.signals import request_finished, request_started
 from django.db import connection, connections
 from django.dispatch import Signal
+from django.urls.resolvers import RoutePattern
+from django.utils.translation import gettext_lazy
 
 from bench import keys
 from bench.standins import ApnsStandin
@@ -27,6 +29,7 @@ from config.libinternals import (
     instance_blank,
     receiver_keys,
     related_cache,
+    route_untranslated,
     transport_over,
 )
 from config.net.guardedhttp import GuardedClient, _ProviderEncoder
@@ -223,6 +226,11 @@ def test_the_lean_path_knows_django_s_own_request_signal_receivers():
     rather than the lean path quietly falling back to sending the signals."""
     assert receiver_keys(request_started) == lean._STARTED
     assert receiver_keys(request_finished) == lean._FINISHED
+
+
+def test_a_route_reads_as_untranslated_only_when_given_as_a_string() -> None:
+    assert route_untranslated(RoutePattern("contacts/<uuid:contact_id>"))
+    assert not route_untranslated(RoutePattern(gettext_lazy("contacts/<uuid:contact_id>")))
 
 
 @pytest.mark.django_db
