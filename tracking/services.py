@@ -1,15 +1,19 @@
-"""Segment messages stored through the native services: one transaction per request, so a
-batch is accepted whole or not at all.
+"""Segment messages stored through the native services, so a batch is accepted whole or not
+at all.
 
 Every message is an event, ingested with the native batch ingest in one statement, its
-`messageId` the idempotency key. identify, group and alias then change contacts and
-audiences, each only when its event was new: the key's row (events' `EventKey`, unique per
-project and key) is inserted before the change in the same transaction, and a concurrent
-request with the same `messageId` waits on that row until this one commits (then finds
-its key taken and changes nothing) or rolls back (then makes the change itself). So a
-message resent any number of times, however concurrently, changes contacts once."""
+`messageId` the idempotency key. A request whose messages change no contact (`track`,
+`page`, `screen`) is that statement alone, which commits by itself as the native batch's
+does. A request with identify, group or alias messages runs in one transaction: they
+change contacts and audiences, each only when its event was new. The key's row (events'
+`EventKey`, unique per project and key) is inserted before the change in the same
+transaction, and a concurrent request with the same `messageId` waits on that row until
+this one commits (then finds its key taken and changes nothing) or rolls back (then makes
+the change itself). So a message resent any number of times, however concurrently,
+changes contacts once."""
 
 import uuid
+from contextlib import nullcontext
 from typing import Any
 
 from django.db import transaction
@@ -31,7 +35,10 @@ from tracking.messages import Message
 def tracking_ingest(*, project: Project, messages: list[Message], prefixes: list[str]) -> None:
     """Stores `messages` (valid, in order; `prefixes` locate each in the body for errors)
     as their events and contact changes, all or none."""
-    with transaction.atomic():
+    # Events alone are one statement, whole or not at all; contact changes join them in a
+    # transaction (which costs its own `COMMIT` round trip).
+    changes = not _CHANGES.keys().isdisjoint({message.call for message in messages})
+    with transaction.atomic() if changes else nullcontext():
         results = event_ingest_batch(project=project, items=[m.event for m in messages])
         for message, result, prefix in zip(messages, results, prefixes, strict=True):
             if not isinstance(result, IngestResult):

@@ -319,6 +319,44 @@ def test_a_batch_whose_late_message_fails_in_its_change_rolls_back_the_earlier_o
     assert Contact.objects.get(external_id="u").email == "mine@x.io"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_events_alone_are_one_statement_and_contact_changes_a_transaction(world, monkeypatch):
+    """A batch that changes no contact is the native batch's one statement, committed by
+    itself; one with an identify stores its events and the change in one transaction."""
+    import tracking.services
+
+    ingest = tracking.services.event_ingest_batch
+    in_transaction: list[bool] = []
+
+    def watched(**kwargs):
+        in_transaction.append(connection.in_atomic_block)
+        return ingest(**kwargs)
+
+    monkeypatch.setattr(tracking.services, "event_ingest_batch", watched)
+    headers = basic(world.keys["project"])
+    plain = {
+        "batch": [
+            {"type": "track", "userId": "u", "event": "Bought"},
+            {"type": "page", "userId": "u"},
+        ]
+    }
+    changing = {
+        "batch": [
+            {"type": "track", "userId": "u", "event": "Bought"},
+            {"type": "identify", "userId": "u", "traits": {"email": "a@x.io"}},
+        ]
+    }
+    for body in (plain, changing):
+        assert Api().post("/v1/batch", body, headers=headers).status_code == 200
+    assert (
+        Api().post("/v1/track", {"userId": "u", "event": "Bought"}, headers=headers).status_code
+        == 200
+    )
+    assert in_transaction == [False, True, False]
+    assert Event.objects.filter(source="customer").count() == 5
+    assert Contact.objects.get(external_id="u").email == "a@x.io"
+
+
 @pytest.mark.parametrize(
     "body",
     [{}, {"batch": []}, {"batch": {}}, {"batch": [1]}, {"batch": [{}], "context": 3}, []],
