@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections, router
+from psycopg import sql as psycopg_sql
 
 from config.db.bulk import statement_run
 from config.db.ids import uuid7
@@ -147,30 +148,31 @@ def system_events_insert_sql(*, project: Project, rows: str) -> tuple[str, dict[
     parameters: the builder behind `config.registries.outbox.system_events_insert_sql`,
     for a caller that writes its change and its events in one statement. The rows are
     those `emit_system_event` writes."""
-    sql, shared = _insert_plan(rows)
-    now = clock.now()
-    params = dict(shared)
-    params[_PARAM.format("project_id")] = project.id
-    for attname in _AT_NOW:
-        params[_PARAM.format(attname)] = now
-    return sql, params
+    return _insert_plan(rows), {_PROJECT: project.id, _NOW: clock.now()}
 
 
 _PARAM = "system_event_{}"
-# The columns whose values are the acting project and the time of the write; every other
-# shared value is the same for every event, so the statement and those values are made
-# once per relation (a contact upsert asks on every call).
+# The columns whose values are the acting project and the time of the write: bound, the
+# three times as one value. Every other shared value is the same for every event and is
+# written into the statement, which is made once per relation (a contact upsert asks on
+# every call): psycopg converted and dumped each placeholder's value on every call, a
+# dozen constants of each upsert.
 _AT_NOW = ("occurred_at", "next_attempt_at", "created_at")
+_NOW = _PARAM.format("now")
+_PROJECT = _PARAM.format("project_id")
 
 
 @functools.cache
-def _insert_plan(rows: str) -> tuple[str, dict[str, Any]]:
+def _insert_plan(rows: str) -> str:
     params: dict[str, Any] = {}
 
     def bind(attname: str, value: Any) -> str:
-        key = _PARAM.format(attname)
-        params[key] = value
-        return f"%({key})s"
+        if attname == "project_id" or attname in _AT_NOW:
+            key = _NOW if attname in _AT_NOW else _PROJECT
+            params[key] = value
+            return f"%({key})s"
+        # A constant as a quoted literal, its `%` doubled for the placeholders' syntax.
+        return psycopg_sql.Literal(value).as_string().replace("%", "%%")
 
     per_row = {
         "id": f"{rows}.id",
@@ -189,7 +191,6 @@ def _insert_plan(rows: str) -> tuple[str, dict[str, Any]]:
         per_row=per_row,
         bind=bind,
     )
-    expected = {_PARAM.format(name) for name in ("project_id", *_AT_NOW)}
-    if not expected <= set(params):
+    if set(params) != {_PROJECT, _NOW}:
         raise ImproperlyConfigured("The event row no longer has the project and time columns.")
-    return sql, params
+    return sql

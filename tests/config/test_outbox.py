@@ -12,7 +12,11 @@ from config.registries.outbox import SystemEvent
 from contacts.models import Contact
 from contacts.services import contact_update, contact_upsert
 from events.models import Event
-from events.services.system import emit_system_events, system_events_insert_sql
+from events.services.system import (
+    emit_system_event,
+    emit_system_events,
+    system_events_insert_sql,
+)
 from events.wake import events_wake
 
 pytestmark = pytest.mark.django_db
@@ -104,6 +108,27 @@ def test_events_written_together_are_the_rows_one_at_a_time_would_be(world, cloc
     assert (second.contact_id, second.email, second.external_id) == (None, None, "u-2")
     assert second.payload == {**one.payload, "n": 2}
     assert first.id != second.id
+
+
+def test_the_event_a_statement_embeds_is_the_row_the_writer_would_write(world, clock):
+    """The constants of the embedded `INSERT` are written into its text: every column of
+    the upsert's event is what `emit_system_event` writes for the same contact."""
+    contact, _ = contact_upsert(project=world.project, email="a@example.com", external_id="u-1")
+    [embedded] = Event.objects.all()
+    written = emit_system_event(
+        project=world.project,
+        name="contact.created",
+        payload=embedded.payload,
+        contact_id=contact.id,
+        email=contact.email,
+        external_id=contact.external_id,
+    )
+    written.refresh_from_db()
+    columns = [field.attname for field in Event._meta.concrete_fields if field.attname != "id"]
+    assert {name: getattr(embedded, name) for name in columns} == {
+        name: getattr(written, name) for name in columns
+    }
+    assert embedded.occurred_at == embedded.next_attempt_at == embedded.created_at
 
 
 def test_the_event_workers_are_woken_after_the_commit_of_recorded_events(
