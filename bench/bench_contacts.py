@@ -38,17 +38,10 @@ DO UPDATE SET fields = contacts_contact.fields || %(set)s::jsonb, updated_at = n
 RETURNING id, email, external_id, fields, created_at, updated_at, (xmax = 0) AS created
 """
 
-# The API's work by hand: the contact's upsert and its event row (the columns the API
-# writes, a time-ordered id as the API's) in one statement.
-SAME_WORK_SQL = """
-WITH c AS (
-    INSERT INTO contacts_contact
-        (id, project_id, email, external_id, fields, created_at, updated_at, deleted_at)
-    VALUES (%(id)s, %(project_id)s, %(email)s, NULL, %(set)s::jsonb, now(), now(), NULL)
-    ON CONFLICT (project_id, email) WHERE deleted_at IS NULL AND email IS NOT NULL
-    DO UPDATE SET fields = contacts_contact.fields || %(set)s::jsonb, updated_at = now()
-    RETURNING id, email, external_id, fields, created_at, updated_at, (xmax = 0) AS created
-), e AS (
+# The API's work by hand: the contact's statement above, then its event row (the columns
+# the API writes, a time-ordered id as the API's), in one statement.
+SAME_WORK_SQL = f"""
+WITH c AS ({BASELINE_SQL}), e AS (
     INSERT INTO events_event
         (id, project_id, event, source, email, external_id, contact_id, payload, occurred_at,
          status, attempts, next_attempt_at, last_error, error_code, created_at)
