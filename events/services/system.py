@@ -155,8 +155,8 @@ _PARAM = "system_event_{}"
 # The columns whose values are the acting project and the time of the write: bound, the
 # three times as one value. Every other shared value is the same for every event and is
 # written into the statement, which is made once per relation (a contact upsert asks on
-# every call): psycopg converted and dumped each placeholder's value on every call, a
-# dozen constants of each upsert.
+# every call): psycopg converted and dumped each placeholder's value on every call, twelve
+# constants of each upsert.
 _AT_NOW = ("occurred_at", "next_attempt_at", "created_at")
 _NOW = _PARAM.format("now")
 _PROJECT = _PARAM.format("project_id")
