@@ -195,14 +195,14 @@ def copy_baseline(ctx: Context, count: int) -> float:
 
 
 def run(ctx: Context) -> Iterator[dict[str, Any]]:
-    keys = ctx.keys()
+    project_id = ctx.project("campaigns")
     server = ctx.server()
     content = json.dumps({"subject": SUBJECT, "html": HTML, "text": TEXT})
     seeded = server.manage(
         "shell",
         "-c",
         SEED_CODE.format(
-            project_id=keys["project_id"],
+            project_id=project_id,
             content=content,
             count=CONTACTS,
             extra_fields={"city": "Paris"},
@@ -214,7 +214,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
     sent = server.manage(
         "shell",
         "-c",
-        SEND_CODE.format(project_id=keys["project_id"], campaign_id=campaign_id),
+        SEND_CODE.format(project_id=project_id, campaign_id=campaign_id),
     )
     log(f"send (planning the fan-out): {sent.strip().splitlines()[-1]}")
 

@@ -153,7 +153,7 @@ def _fan_out(
 ) -> tuple[int, float]:
     server = ctx.server()
     code = CAMPAIGN_CODE.format(
-        project_id=ctx.keys()["project_id"],
+        project_id=ctx.project("policy"),
         caps=repr(caps),
         name=name,
         template_id=seed["template_id"],
@@ -194,7 +194,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
             "shell",
             "-c",
             SEED_CODE.format(
-                project_id=ctx.keys()["project_id"],
+                project_id=ctx.project("policy"),
                 content=content,
                 count=CONTACTS,
                 # Quiet hours read the contact's own time zone.
@@ -226,7 +226,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
 
     # The caps stay on: a woken deferral reads and counts them as any send does (the
     # caps allow 100 an hour: the rounds' sends to one contact stay within them).
-    server.manage("shell", "-c", CAPS_CODE.format(project_id=ctx.keys()["project_id"], caps=CAPS))
+    server.manage("shell", "-c", CAPS_CODE.format(project_id=ctx.project("policy"), caps=CAPS))
     woken = {"waited": [0, 0.0], "deferred": [0, 0.0]}
     for round_ in range(ROUNDS):
         kinds = ["waited", "deferred"]

@@ -321,6 +321,14 @@ CEILING_WORK: dict[str, tuple[str, str, Any]] = {
 }
 
 
+# A project in the bootstrap project's team; prints its id.
+PROJECT_CODE = """
+from tenancy.models import Project
+team = Project.objects.get(pk="{project_id}").team
+print(Project.objects.create(team=team, name="bench {name}").id)
+"""
+
+
 @dataclass
 class Context:
     """Handed to every benchmark's `run(ctx)`."""
@@ -328,6 +336,8 @@ class Context:
     settings: BenchSettings = field(default_factory=BenchSettings)
     _server: Server | None = None
     _keys: dict[str, Any] | None = None
+    # Projects made for one benchmark each (`project`), by name.
+    _projects: dict[str, str] = field(default_factory=dict)
     _lock: BenchLock | None = None
     # The ceiling's servers by interface ("rsgi", "wsgi"; `ceiling`).
     _ceiling_servers: dict[str, CeilingServer] = field(default_factory=dict)
@@ -336,7 +346,9 @@ class Context:
     _ceilings: dict[tuple[str, str, int], Measurement] = field(default_factory=dict)
 
     def server(self) -> Server:
-        """The running production server; started (fresh database) on first use."""
+        """The running production server; started (fresh database) on first use, and again
+        on the next use after a benchmark stopped it to have the machine to itself
+        (bench_limits)."""
         if self._server is None:
             self._lock = BenchLock(self.settings.database_url, self.settings.lock_wait)
             self._lock.acquire()
@@ -344,7 +356,18 @@ class Context:
             self._server = server
             server.prepare()
             server.start()
+        elif self._server.proc is None:
+            self._server.start()
         return self._server
+
+    def project(self, name: str) -> str:
+        """The id of a project of the bootstrap team made for one benchmark, once per run:
+        for one that seeds what another of the run seeds too (contacts of the same
+        addresses, an audience of the same name), which would collide in a shared one."""
+        if name not in self._projects:
+            code = PROJECT_CODE.format(project_id=self.keys()["project_id"], name=name)
+            self._projects[name] = self.server().manage("shell", "-c", code).split()[-1]
+        return self._projects[name]
 
     def keys(self) -> dict[str, Any]:
         """`manage.py bootstrap --json` on the bench database, run once."""
