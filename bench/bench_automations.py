@@ -8,6 +8,10 @@ the goal report over 1,000,000 runs (its summary rows filled by SQL).
 
 Sizes are environment variables (BENCH_AUTOMATION_*); the defaults are the issue's
 targets, far too big for a quick look: set small ones for a proof run.
+
+The automations it publishes stay in the run's shared project, so they trigger on events
+of their own (`bench.*`): on `order.completed`, the events bench's event, every event of
+that bench's worker lines also started a run and sent an email in a full run.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ def make(name, steps, start):
         definition={{"trigger": {{"event": name}}, "start": start, "steps": steps}})
     automation_publish(project=project, automation_id=automation.id)
     return str(automation.id)
-send = make("order.completed", [{{"key": "send", "type": "send_email",
+send = make("bench.order.completed", [{{"key": "send", "type": "send_email",
     "template_id": str(template.id), "next": None}}], "send")
 wait = make("bench.wait", [{{"key": "pause", "type": "wait", "duration": "PT1M", "next": "done"}},
     {{"key": "done", "type": "exit", "next": None}}], "pause")
@@ -73,11 +77,11 @@ from automations.services.automations import automation_create
 from automations.services.lifecycle import automation_publish
 project = Project.objects.get(pk="{project_id}")
 template = MessageTemplate.objects.filter(project=project, name="bench").first()
-automation = automation_create(project=project, name="order.placed", definition={{
-    "trigger": {{"event": "order.placed"}}, "start": "send",
+automation = automation_create(project=project, name="bench.order.placed", definition={{
+    "trigger": {{"event": "bench.order.placed"}}, "start": "send",
     "steps": [{{"key": "send", "type": "send_email", "template_id": str(template.id),
         "next": None}}],
-    "goal": {{"event": "order.paid", "within": "P7D"}},
+    "goal": {{"event": "bench.order.paid", "within": "P7D"}},
     "settings": {{"holdout_percent": 10, "exit_on_goal": True}}}})
 automation_publish(project=project, automation_id=automation.id)
 print(json.dumps({{"goal": str(automation.id)}}))
@@ -285,7 +289,7 @@ def _post_events(base_url: str, key: str, count: int, rate: float) -> None:
             time.sleep(wait)
         body = json.dumps(
             {
-                "event": "order.completed",
+                "event": "bench.order.completed",
                 "email": f"paced{n % 500}@example.net",
                 "payload": {"n": n, "t": time.time()},
             }
@@ -323,7 +327,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         server.manage(
             "shell",
             "-c",
-            EVENTS_CODE.format(project_id=project_id, count=RUNS, name="order.completed"),
+            EVENTS_CODE.format(project_id=project_id, count=RUNS, name="bench.order.completed"),
         )
         done = _workers(env, PIPELINE_CODE.format(seconds=WORKER_BUDGET_SECONDS, idle=1.0), WORKERS)
         arrivals = sink.take()
@@ -359,7 +363,7 @@ def run(ctx: Context) -> Iterator[dict[str, Any]]:
         server.manage(
             "shell",
             "-c",
-            EVENTS_CODE.format(project_id=project_id, count=RUNS, name="order.placed"),
+            EVENTS_CODE.format(project_id=project_id, count=RUNS, name="bench.order.placed"),
         )
         done = _workers(env, PIPELINE_CODE.format(seconds=WORKER_BUDGET_SECONDS, idle=1.0), WORKERS)
         sent = len(sink.take())
