@@ -164,12 +164,12 @@ _PROJECT = _PARAM.format("project_id")
 
 @functools.cache
 def _insert_plan(rows: str) -> str:
-    params: dict[str, Any] = {}
+    bound: set[str] = set()
 
     def bind(attname: str, value: Any) -> str:
         if attname == "project_id" or attname in _AT_NOW:
             key = _NOW if attname in _AT_NOW else _PROJECT
-            params[key] = value
+            bound.add(key)
             return f"%({key})s"
         # A constant as a quoted literal, its `%` doubled for the placeholders' syntax.
         return psycopg_sql.Literal(value).as_string().replace("%", "%%")
@@ -191,6 +191,6 @@ def _insert_plan(rows: str) -> str:
         per_row=per_row,
         bind=bind,
     )
-    if set(params) != {_PROJECT, _NOW}:
+    if bound != {_PROJECT, _NOW}:
         raise ImproperlyConfigured("The event row no longer has the project and time columns.")
     return sql
