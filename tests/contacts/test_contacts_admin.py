@@ -119,8 +119,12 @@ def test_contact_page_queries_do_not_grow_with_memberships_and_subscriptions(sta
         for _ in range(count):
             AudienceMembershipFactory(audience__project=world.project, contact=contact)
             SubscriptionFactory(topic__project=world.project, contact=contact)
+        page = f"/admin/contacts/contact/{contact.id}/change/"
+        # Once uncounted: what a process reads once and keeps (its first admin request
+        # here, when this test runs first in its worker) is not the page's own queries.
+        assert staff.get(page).status_code == 200
         with CaptureQueriesContext(connection) as queries:
-            assert staff.get(f"/admin/contacts/contact/{contact.id}/change/").status_code == 200
+            assert staff.get(page).status_code == 200
         return len(queries)
 
     assert queries_for(1) == queries_for(4)
