@@ -26,13 +26,10 @@ check counts the sends the API accepted in a field of its own (`q:<meter>`), so 
 that is queued counts against the month once, whether or not it is delivered later.
 """
 
-import atexit
 import datetime as dt
 import logging
-import os
-import threading
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import redis
@@ -40,6 +37,7 @@ from django.db import transaction
 from django.db.models import Sum
 
 from config.runtime import clock
+from config.runtime.buffered import BufferedWriter
 from config.runtime.redisclient import redis_client
 from tenancy import conf
 from tenancy.errors import PlanLimitExceeded
@@ -157,54 +155,24 @@ def _month_totals_folded(team_id: str, day: dt.date) -> dict[str, int]:
 # --- recording after commit --------------------------------------------------------------
 
 
-@dataclass
-class _Buffer:
-    """Counts recorded in this process and not yet added to the shared counters."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    counts: dict[tuple[str, str, dt.date, str], int] = field(
-        default_factory=lambda: defaultdict(int)
-    )
-    wake: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-
-    def reset(self) -> None:
-        # In a forked child: the parent's counts are the parent's to flush, and its
-        # thread and lock do not exist here.
-        self.lock = threading.Lock()
-        self.counts = defaultdict(int)
-        self.wake = threading.Event()
-        self.thread = None
-
-    def add(self, key: tuple[str, str, dt.date, str], count: int) -> None:
-        with self.lock:
-            self.counts[key] += count
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self.run, name="usage-flush", daemon=True)
-                self.thread.start()
-
-    def take(self) -> dict[tuple[str, str, dt.date, str], int]:
-        with self.lock:
-            taken, self.counts = self.counts, defaultdict(int)
-        return dict(taken)
-
-    def put_back(self, counts: dict[tuple[str, str, dt.date, str], int]) -> None:
-        with self.lock:
-            for key, count in counts.items():
-                self.counts[key] += count
-
-    def run(self) -> None:
-        while True:
-            self.wake.wait(conf.usage_flush_seconds())
-            self.wake.clear()
-            try:
-                usage_flush()
-            except Exception:
-                logger.warning("Flushing usage counters failed; retrying", exc_info=True)
+UsageKey = tuple[str, str, dt.date, str]
 
 
-_buffer = _Buffer()
-os.register_at_fork(after_in_child=_buffer.reset)
+def _summed(items: list[tuple[UsageKey, int]]) -> list[tuple[UsageKey, int]]:
+    """The counts of each project, day and meter added up: what a failed flush keeps."""
+    counts: dict[UsageKey, int] = defaultdict(int)
+    for key, count in items:
+        counts[key] += count
+    return list(counts.items())
+
+
+def _write(items: list[tuple[UsageKey, int]]) -> None:
+    _flush(dict(_summed(items)))
+
+
+_buffer: BufferedWriter[tuple[UsageKey, int]] = BufferedWriter(
+    name="usage-flush", write=_write, interval=conf.usage_flush_seconds, compact=_summed
+)
 
 
 def usage_record(*, project: Project, meter: str, count: int = 1) -> None:
@@ -212,38 +180,16 @@ def usage_record(*, project: Project, meter: str, count: int = 1) -> None:
     commits (at once outside one). Costs no round trip: the process flushes every second."""
     if count == 0 or not conf.usage_metering():
         return
-    key = (str(project.id), str(project.team_id), today(), str(meter))
-    transaction.on_commit(lambda: _buffer.add(key, count))
-
-
-# One flush at a time per process: a reader that flushes first (usage_days) then waits
-# for a flush the thread has in flight, instead of reading before its counts land.
-_flushing = threading.Lock()
-
-
-def _new_flush_lock() -> None:
-    # A fork while the parent's thread flushed would leave the child's copy held forever.
-    global _flushing
-    _flushing = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_flush_lock)
+    item = ((str(project.id), str(project.team_id), today(), str(meter)), count)
+    transaction.on_commit(lambda: _buffer.add(item))
 
 
 def usage_flush() -> None:
     """Adds this process's buffered counts to the shared counters now."""
-    with _flushing:
-        counts = _buffer.take()
-        if not counts:
-            return
-        try:
-            _flush(counts)
-        except Exception:
-            _buffer.put_back(counts)
-            raise
+    _buffer.flush()
 
 
-def _flush(counts: dict[tuple[str, str, dt.date, str], int]) -> None:
+def _flush(counts: dict[UsageKey, int]) -> None:
     client = redis_client()
     args: list[Any] = []
     groups: dict[str, list[Any]] = defaultdict(list)
@@ -278,14 +224,6 @@ def _seed(client: redis.Redis, month: str) -> None:
         if meter in ACCEPTANCE_FIELDS:
             args.extend([ACCEPTANCE_FIELDS[meter], value])
     _script(client, _SEED)(keys=[month], args=args)
-
-
-@atexit.register
-def _flush_at_exit() -> None:
-    try:
-        usage_flush()
-    except Exception:
-        logger.warning("Usage counters of this process were lost at exit", exc_info=True)
 
 
 # --- quotas -------------------------------------------------------------------------------
