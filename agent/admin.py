@@ -1,9 +1,16 @@
 """Staff console: the audit of agent tool calls, read-only."""
 
+import logging
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
 
 from agent.models import ToolCall
+from agent.services import tool_calls_flush
 from config.console.admin import ReadOnlyModelAdmin
+
+logger = logging.getLogger(__name__)
 
 
 @admin.register(ToolCall)
@@ -40,3 +47,14 @@ class ToolCallAdmin(ReadOnlyModelAdmin):
     @admin.display(description="duration", ordering="duration_ms")
     def duration(self, obj: ToolCall) -> str:
         return f"{obj.duration_ms:,.1f} ms"
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # The rows this process holds are written first: a call made through this process
+        # shows at once, another process's within its interval (AGENT_AUDIT_FLUSH_SECONDS).
+        try:
+            tool_calls_flush()
+        except Exception:
+            logger.warning("Could not write this process's tool-call audit rows", exc_info=True)
+        return super().changelist_view(request, extra_context)

@@ -6,12 +6,16 @@ import time
 import uuid
 from typing import Any
 
+from django.db import DataError, connection, transaction
+
+from agent import conf
 from agent.catalog import Catalog
 from agent.dispatch import Outer, ToolOutcome, project_uuid, tool_run
 from agent.models import ToolCall
 from config.db.bulk import statement_run
 from config.db.ids import uuid7
 from config.runtime import clock
+from config.runtime.buffered import BufferedWriter
 from tenancy.access import KeyRecord
 from tenancy.ratelimit import RateDecision
 
@@ -19,18 +23,87 @@ logger = logging.getLogger(__name__)
 
 MAX_TOOL_NAME = 100
 
-# One statement, one round trip, bound and prepared on the server (the statement of every
-# tool call: parsing, planning and the client-side quoting of its nine values cost more
-# than the insert). The audit row is committed without waiting for the WAL to reach the
-# disk (`synchronous_commit` off for this statement's own transaction): the call's changes
-# were committed durably by its endpoint, and only the audit rows of the last fraction of
-# a second could be lost if PostgreSQL itself crashed.
+# The columns of an audit row, in the order `tool_call_record` gives them.
+_COLUMNS = (
+    "id",
+    "api_key_id",
+    "user_id",
+    "project_id",
+    "tool",
+    "outcome",
+    "status",
+    "duration_ms",
+    "created_at",
+)
+_TYPES = ("uuid", "uuid", "integer", "uuid", "text", "text", "smallint", "float8", "timestamptz")
+# The rows a process gathered, in one statement whatever their number: each column as one
+# array bound on the server, read back with `unnest`. They are committed without waiting
+# for the WAL to reach the disk (`synchronous_commit` off for this statement's own
+# transaction): the calls' changes were committed durably by their endpoints.
 _INSERT = f"""
-INSERT INTO {ToolCall._meta.db_table}
-    (id, api_key_id, user_id, project_id, tool, outcome, status, duration_ms, created_at)
-SELECT %b, %b, %b, %b, %b, %b, %b, %b, %b
-FROM (SELECT set_config('synchronous_commit', 'off', true)) AS commit_without_flush
+INSERT INTO {ToolCall._meta.db_table} ({", ".join(_COLUMNS)})
+SELECT v.* FROM unnest({", ".join(f"%b::{kind}[]" for kind in _TYPES)}) AS v
+CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS commit_without_flush
 """  # noqa: S608 - the table name is the model's own
+# Past this many rows held (the database away for long), the oldest are dropped.
+MAX_HELD_ROWS = 100_000
+# Rows that wake the buffer's thread before its interval ends.
+FLUSH_BATCH = 2_000
+
+AuditRow = tuple[
+    uuid.UUID, uuid.UUID, int | None, uuid.UUID | None, str, str, int, float, dt.datetime
+]
+
+
+def _rows_insert(rows: list[AuditRow]) -> None:
+    statement_run(_INSERT, [list(column) for column in zip(*rows, strict=True)], prepare=True)
+
+
+def _rows_tried(rows: list[AuditRow]) -> None:
+    """`_rows_insert`, leaving a transaction it runs in usable if it fails (a reader
+    flushing inside one)."""
+    if connection.in_atomic_block:
+        with transaction.atomic():
+            _rows_insert(rows)
+    else:
+        _rows_insert(rows)
+
+
+def _rows_write(rows: list[AuditRow]) -> None:
+    """Writes the rows in one statement; if the database refuses a row's values, the
+    others one by one, so that one row it cannot take does not hold back the rest."""
+    try:
+        _rows_tried(rows)
+    except DataError:
+        for row in rows:
+            try:
+                _rows_tried([row])
+            except DataError:
+                logger.exception("Dropped a tool-call audit row the database refused: %r", row)
+    except Exception:
+        # On the buffer's own thread no request's end closes a broken connection: the
+        # next write opens a new one. The buffer keeps the rows for it.
+        if not connection.in_atomic_block:
+            connection.close()
+        raise
+
+
+def _newest_kept(rows: list[AuditRow]) -> list[AuditRow]:
+    if len(rows) <= MAX_HELD_ROWS:
+        return rows
+    logger.error(
+        "Dropped %d tool-call audit rows the database did not take", len(rows) - MAX_HELD_ROWS
+    )
+    return rows[-MAX_HELD_ROWS:]
+
+
+_buffer: BufferedWriter[AuditRow] = BufferedWriter(
+    name="tool-call-audit",
+    write=_rows_write,
+    interval=conf.audit_flush_seconds,
+    batch=FLUSH_BATCH,
+    compact=_newest_kept,
+)
 
 
 def tool_call_record(
@@ -42,11 +115,12 @@ def tool_call_record(
     duration_ms: float,
     created_at: dt.datetime,
 ) -> None:
-    """Records one tool call in the audit (one insert)."""
-    # In the statement's column order. The id is time-ordered, of the call's own
-    # millisecond, so each row goes to the right edge of its partition's primary key
-    # index, where a random one dirtied a page anywhere in it.
-    values = (
+    """Records one tool call in the audit: kept by the process and written with the others
+    of its interval (`AGENT_AUDIT_FLUSH_SECONDS`), or at once when that is 0."""
+    # The id is time-ordered, of the call's own millisecond, so each row goes to the right
+    # edge of its partition's primary key index, where a random one dirtied a page
+    # anywhere in it.
+    row: AuditRow = (
         uuid7(at=created_at),
         uuid.UUID(key.id),
         key.user_id,
@@ -57,7 +131,15 @@ def tool_call_record(
         duration_ms,
         created_at,
     )
-    statement_run(_INSERT, values, prepare=True)
+    if conf.audit_flush_seconds() > 0:
+        _buffer.add(row)
+    else:
+        _rows_insert([row])
+
+
+def tool_calls_flush() -> None:
+    """Writes the audit rows this process holds now (a reader in the process sees them)."""
+    _buffer.flush()
 
 
 def tool_calls_retention_days() -> int | None:

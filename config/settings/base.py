@@ -391,6 +391,9 @@ API_RATE_LIMIT = env.int("API_RATE_LIMIT", default=1000)
 USAGE_METERING = env.bool("USAGE_METERING", default=True)
 # Seconds a process keeps usage counts before adding them to the shared counters.
 USAGE_FLUSH_SECONDS = env.float("USAGE_FLUSH_SECONDS", default=1.0)
+# Seconds a process keeps tool-call audit rows before writing them in one statement; 0
+# writes each on its call's path (docs/API.md, MCP, Audit).
+AGENT_AUDIT_FLUSH_SECONDS = env.float("AGENT_AUDIT_FLUSH_SECONDS", default=1.0)
 # The bearer token of GET /metrics (Prometheus); empty: the endpoint answers 404.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 # `json`: one JSON object per log line, with the request id; `plain`: human-readable.

@@ -1,5 +1,6 @@
 """The MCP endpoint of the running product, used with the SDK's own client and the owner's
-personal key: a tool call changes what the HTTP API then shows."""
+personal key: a tool call changes what the HTTP API then shows, and its audit row reaches
+the staff console from the server process that kept it."""
 
 import asyncio
 import json
@@ -9,7 +10,10 @@ import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.client import unique
+from tests.e2e.client import Console, unique, until_value
+
+# A row of the console's tool-call list for the tool.
+UPSERT_ROW = 'class="field-tool">contacts_upsert<'
 
 
 async def call_tool(url: str, key: str, tool: str, arguments: dict[str, Any]) -> Any:
@@ -29,6 +33,10 @@ def test_a_tool_call_with_the_official_client_upserts_a_contact(topology, person
     arguments = {"project_id": topology.project_id, "email": email, "fields": {"via": "mcp"}}
 
     url, key = f"{topology.base_url}/mcp", topology.key("personal")
+    console = Console(topology.base_url, behind_tls_proxy=topology.behind_tls_proxy)
+    console.log_in(*topology.staff)
+    calls = f"/admin/agent/toolcall/?q={topology.project_id}"
+    before = console.request("GET", calls).text.count(UPSERT_ROW)
 
     result = asyncio.run(call_tool(url, key, "contacts_upsert", arguments))
 
@@ -37,3 +45,11 @@ def test_a_tool_call_with_the_official_client_upserts_a_contact(topology, person
     contact = personal.post("/contacts/lookup", {"email": email})
     assert contact["fields"] == {"via": "mcp"}
     assert contact["id"] in json.dumps(result.structured_content)
+    # Written by the process that served the call within AGENT_AUDIT_FLUSH_SECONDS (1 s),
+    # whichever process serves the console.
+    until_value(
+        lambda: console.request("GET", calls).text.count(UPSERT_ROW),
+        lambda rows: rows == before + 1,
+        "the tool call in the console's audit",
+    )
+    console.http.close()
