@@ -53,6 +53,15 @@ ENVIRON_KEY = "sendrealm.mcp.call"
 # The members of a JSON-RPC request (the SDK's model of one ignores others; a message with
 # others is left to it).
 _REQUEST_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
+# The parameters of a plain `tools/call` (a 2025-era client's), and with the `_meta` a
+# 2026-07-28 envelope adds.
+_PLAIN_PARAMS = frozenset({"name", "arguments"})
+_ENVELOPED_PARAMS = frozenset({"name", "arguments", "_meta"})
+# The SDK's verdicts on the `_meta`s of calls, by protocol version and the `_meta` as
+# canonical JSON: a client sends the same one with every call. Past this many, all are
+# forgotten.
+MAX_META_VERDICTS = 256
+_meta_verdicts: dict[tuple[str, bytes], bool] = {}
 # A JSON body as Django and the SDK both read it.
 _JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8"})
 # The routing headers the SDK's classifier reads, as WSGI names them.
@@ -130,14 +139,43 @@ def direct_call(environ: dict[str, Any], body: bytes) -> DirectCall | None:
         version = verdict.protocol_version
     else:
         return None
-    try:
-        methods.validate_client_request(TOOLS_CALL, version, params)
-        typed = types.CallToolRequestParams.model_validate(params, by_name=False)
-    except (KeyError, ValidationError):
+    name, arguments = params.get("name"), params.get("arguments")
+    if type(name) is str and (arguments is None or type(arguments) is dict):
+        # A name that is a string and arguments that are a JSON object (or none) are all
+        # the SDK's checks ask of these two, and its models check each member alone (no
+        # check reads two): without other members the verdict is the `_meta`'s.
+        if params.keys() <= _PLAIN_PARAMS:
+            return DirectCall(
+                request_id=request_id, version=version, name=name, arguments=arguments
+            )
+        if params.keys() <= _ENVELOPED_PARAMS:
+            at = (version, orjson.dumps(params["_meta"], option=orjson.OPT_SORT_KEYS))
+            passes = _meta_verdicts.get(at)
+            if passes is None:
+                passes = _sdk_read(version, params) is not None
+                if len(_meta_verdicts) >= MAX_META_VERDICTS:
+                    _meta_verdicts.clear()
+                _meta_verdicts[at] = passes
+            if not passes:
+                return None
+            return DirectCall(
+                request_id=request_id, version=version, name=name, arguments=arguments
+            )
+    typed = _sdk_read(version, params)
+    if typed is None:
         return None
     return DirectCall(
         request_id=request_id, version=version, name=typed.name, arguments=typed.arguments
     )
+
+
+def _sdk_read(version: str, params: dict[str, Any]) -> types.CallToolRequestParams | None:
+    """The parameters as the SDK's models read them, or None when they refuse them."""
+    try:
+        methods.validate_client_request(TOOLS_CALL, version, params)
+        return types.CallToolRequestParams.model_validate(params, by_name=False)
+    except (KeyError, ValidationError):
+        return None
 
 
 def direct_answer(
@@ -156,20 +194,60 @@ def direct_answer(
     except Exception as exc:
         return _failure(call, exc)
     # The same object as text, for clients that read only `content`.
-    result: dict[str, Any] = {
-        "content": [{"type": "text", "text": orjson.dumps(outcome.structured).decode()}],
-        "isError": outcome.is_error,
-    }
-    if outcome.structured is not None:
-        # Data that is `null` has only its text (structured content is an object).
-        result["structuredContent"] = outcome.structured
-    if call.modern:
-        result["resultType"] = "complete"
-    result = methods.serialize_server_result(TOOLS_CALL, call.version, result)
+    text = orjson.dumps(outcome.structured).decode()
+    result = result_sieved(call.version, text, outcome.structured, is_error=outcome.is_error)
     if call.modern:
         # The identity 2026-era results carry (the SDK's stamp, made once per process).
         result["_meta"] = {types.SERVER_INFO_META_KEY: _server_info()}
     return 200, orjson.dumps({"jsonrpc": "2.0", "id": call.request_id, "result": result})
+
+
+# What the SDK's sieve makes of a result of each shape (protocol version, error or not,
+# structured content or none), found by sieving a result of that shape whose text and
+# structured content are markers: the sieve keeps or drops members by the version's schema
+# and passes a text and an object of JSON values through as they are, so the real ones
+# take the markers' places. Sieving the real result walked every value of the object, the
+# largest step of a tool call's answer after the call itself.
+_TEXT_MARKER = "\x00text"
+_OBJECT_MARKER = {"\x00object": True}
+_shapes: dict[tuple[str, bool, bool], dict[str, Any]] = {}
+
+
+def _result(
+    text: str, structured: dict[str, Any] | None, *, is_error: bool, modern: bool
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
+    if structured is not None:
+        # Data that is `null` has only its text (structured content is an object).
+        result["structuredContent"] = structured
+    if modern:
+        result["resultType"] = "complete"
+    return result
+
+
+def result_sieved(
+    version: str, text: str, structured: dict[str, Any] | None, *, is_error: bool
+) -> dict[str, Any]:
+    """A tool result as the SDK's per-version sieve (`serialize_server_result`) gives it,
+    from its text and structured content."""
+    at = (version, is_error, structured is not None)
+    shape = _shapes.get(at)
+    if shape is None:
+        marked = _result(
+            _TEXT_MARKER,
+            None if structured is None else _OBJECT_MARKER,
+            is_error=is_error,
+            modern=version in MODERN_PROTOCOL_VERSIONS,
+        )
+        shape = _shapes[at] = methods.serialize_server_result(TOOLS_CALL, version, marked)
+    result = dict(shape)
+    result["content"] = [
+        {**item, "text": text} if item.get("text") == _TEXT_MARKER else item
+        for item in shape["content"]
+    ]
+    if "structuredContent" in shape:
+        result["structuredContent"] = structured
+    return result
 
 
 def _failure(call: DirectCall, exc: Exception) -> tuple[int, bytes]:
