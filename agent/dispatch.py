@@ -18,7 +18,6 @@ import io
 import json
 import logging
 import re
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -330,6 +329,6 @@ def tool_run(
     return ToolOutcome(status=status, structured=_structured(tool, body), is_error=False)
 
 
-def project_uuid(value: str | None) -> uuid.UUID | None:
-    """A project id argument as stored in the audit: only a well-formed one."""
-    return uuid.UUID(value) if value and _UUID.fullmatch(value) else None
+def project_id_text(value: Any) -> str | None:
+    """A project id argument as the audit stores it: only a well-formed one."""
+    return value if isinstance(value, str) and _UUID.fullmatch(value) else None

@@ -3,14 +3,13 @@
 import datetime as dt
 import logging
 import time
-import uuid
 from typing import Any
 
 from django.db import DataError, connection, transaction
 
 from agent import conf
 from agent.catalog import Catalog
-from agent.dispatch import Outer, ToolOutcome, project_uuid, tool_run
+from agent.dispatch import Outer, ToolOutcome, project_id_text, tool_run
 from agent.models import ToolCall
 from config.db.bulk import statement_run
 from config.db.ids import uuid7
@@ -50,13 +49,18 @@ MAX_HELD_ROWS = 100_000
 # Rows that wake the buffer's thread before its interval ends.
 FLUSH_BATCH = 2_000
 
-AuditRow = tuple[
-    uuid.UUID, uuid.UUID, int | None, uuid.UUID | None, str, str, int, float, dt.datetime
-]
+# A call's row as the request leaves it: the key and project ids as their text (the
+# statement reads them as UUIDs), the row's own id made when it is written.
+AuditRow = tuple[str, int | None, str | None, str, str, int, float, dt.datetime]
 
 
 def _rows_insert(rows: list[AuditRow]) -> None:
-    statement_run(_INSERT, [list(column) for column in zip(*rows, strict=True)], prepare=True)
+    # Each id is time-ordered, of its call's own millisecond, so each row goes to the right
+    # edge of its partition's primary key index, where a random one dirtied a page
+    # anywhere in it.
+    ids = [uuid7(at=row[-1]) for row in rows]
+    columns = [ids, *(list(column) for column in zip(*rows, strict=True))]
+    statement_run(_INSERT, columns, prepare=True)
 
 
 def _rows_tried(rows: list[AuditRow]) -> None:
@@ -109,20 +113,17 @@ _buffer: BufferedWriter[AuditRow] = BufferedWriter(
 def tool_call_record(
     *,
     key: KeyRecord,
-    project_id: uuid.UUID | None,
+    project_id: str | None,
     tool: str,
     outcome: ToolOutcome,
     duration_ms: float,
     created_at: dt.datetime,
 ) -> None:
     """Records one tool call in the audit: kept by the process and written with the others
-    of its interval (`AGENT_AUDIT_FLUSH_SECONDS`), or at once when that is 0."""
-    # The id is time-ordered, of the call's own millisecond, so each row goes to the right
-    # edge of its partition's primary key index, where a random one dirtied a page
-    # anywhere in it.
+    of its interval (`AGENT_AUDIT_FLUSH_SECONDS`), or at once when that is 0. `project_id`
+    is a well-formed project id (`project_id_text`) or None."""
     row: AuditRow = (
-        uuid7(at=created_at),
-        uuid.UUID(key.id),
+        key.id,
         key.user_id,
         project_id,
         tool[:MAX_TOOL_NAME],
@@ -173,7 +174,7 @@ def tool_call_perform(
     try:
         tool_call_record(
             key=key,
-            project_id=project_uuid(raw_project if isinstance(raw_project, str) else None),
+            project_id=project_id_text(raw_project),
             tool=name,
             outcome=outcome,
             duration_ms=duration_ms,

@@ -112,7 +112,7 @@ def test_a_row_the_database_refuses_does_not_hold_back_the_others(world, buffere
     for outcome in (fine, refused, fine):
         tool_call_record(
             key=key,
-            project_id=world.project.id,
+            project_id=str(world.project.id),
             tool="contacts_list",
             outcome=outcome,
             duration_ms=1.0,
