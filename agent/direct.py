@@ -9,9 +9,11 @@ Only requests whose answer is known are taken: one JSON-RPC request of `tools/ca
 parameters the SDK's own checks pass (`validate_client_request`, and for the 2026-07-28
 envelope the SDK's classifier of its `_meta` and routing headers), from a client that
 accepts JSON, with a JSON body and no integer beyond 64 bits (which orjson reads as a
-float). Everything else (the handshake, notifications, batches, other methods, malformed
-messages, envelopes or headers the SDK refuses) goes through Django's handler to the SDK
-as before. The server is stateless on both paths: it issues
+float). The SDK's models read a call of a name, arguments and at most a `_meta` once per
+`_meta`, and its sieve each shape of result once per protocol version (below says why
+that is the same). Everything else (the handshake, notifications, batches, other methods,
+malformed messages, envelopes or headers the SDK refuses) goes through Django's handler to
+the SDK as before. The server is stateless on both paths: it issues
 no `Mcp-Session-Id` and checks none (the SDK's stateless transport ignores the header).
 """
 
