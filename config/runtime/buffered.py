@@ -3,10 +3,12 @@
 A request that records something (a usage count, a tool call's audit row) hands it to the
 buffer and answers without a round trip; the buffer's thread writes what has gathered at
 most every `interval()` seconds (sooner once `batch` records wait; never on a timer when
-it is 0), readers in the process
-write it first (`flush`), and the process writes what is left when it exits. A process
-killed outright loses its records of the last interval. A write that fails keeps its
-records for the next one; `compact` bounds what a long outage keeps.
+it is 0), readers in the process write it first (`flush`), and the process writes what
+is left when it exits: at interpreter exit, and, in a worker process of `multiprocessing`
+(granian's and Celery's workers), which leaves through `os._exit` without running
+`atexit`, at its finalizers. A process killed outright loses its records of the last
+interval. A write that fails keeps its records for the next one; `compact` bounds what a
+long outage keeps.
 """
 
 import atexit
@@ -14,6 +16,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from multiprocessing import util as multiprocessing_util
 from typing import Generic, TypeVar
 
 logger = logging.getLogger(__name__)
@@ -63,6 +66,10 @@ class BufferedWriter(Generic[T]):
                 self.wake.clear()
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
+                # Once per process (a forked child starts without a thread): a worker
+                # process of multiprocessing runs its finalizers on the way out, registered
+                # after it started, but not `atexit`.
+                multiprocessing_util.Finalize(None, self._flush_at_exit, exitpriority=0)
         if self._batch is not None and waiting >= self._batch:
             self.wake.set()
 

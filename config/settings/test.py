@@ -66,7 +66,7 @@ API_RATE_LIMIT = 100_000
 # Counts reach Redis when a test flushes them (usage_flush), not on a timer.
 USAGE_FLUSH_SECONDS = 3600.0
 # Each tool call's audit row is written on its path, so a test reads it after the call;
-# the tests of the buffer set their own interval.
-AGENT_AUDIT_FLUSH_SECONDS = 0.0
+# the tests of the buffer set their own interval (a served one through the environment).
+AGENT_AUDIT_FLUSH_SECONDS = env.float("AGENT_AUDIT_FLUSH_SECONDS", default=0.0)
 AUTOMATIONS_WAKE_SETTLE_SECONDS = 0
 WEBHOOK_WAKE_SETTLE_SECONDS = 0

@@ -46,3 +46,27 @@ def test_granian_workers_serve_one_session_between_them(served, world):
     assert all(data(result)["created"] for result in results)
     assert data(listed)["metadata"]["total"] == 12
     assert ToolCall.objects.filter(tool="contacts_upsert", outcome="ok").count() == 12
+
+
+def test_workers_that_stop_write_the_audit_rows_they_kept(tmp_path: Path, world):
+    # An interval no test waits for: only the workers' exit writes the rows.
+    server = Granian(tmp_path, workers=2, environment={"AGENT_AUDIT_FLUSH_SECONDS": "3600"})
+    try:
+        wait_for(lambda: server.started() == 2, timeout=60, what="two workers serving")
+        wait_for(server.healthy, timeout=30, what="the server answering")
+        mcp = Mcp(server.base_url)
+        project = {"project_id": str(world.project.id)}
+
+        async def work(session):
+            return await asyncio.gather(
+                *(session.call_tool("contacts_list", project) for _ in range(8))
+            )
+
+        results = mcp.run(world.keys["personal_owner"], work)
+        assert all(not result.is_error for result in results)
+        assert ToolCall.objects.count() == 0
+    finally:
+        server.stop()
+        print(server.log.read_text())  # shown when the test failed
+
+    assert ToolCall.objects.filter(tool="contacts_list", outcome="ok").count() == 8

@@ -1,7 +1,9 @@
 """The per-process buffer of records written in batches (config/runtime/buffered.py): its
 thread writes within the interval, a failed write keeps its records for the next, a fork
-leaves the parent's records to the parent, and an exiting process writes what it holds."""
+leaves the parent's records to the parent, and an exiting process (a multiprocessing worker
+too) writes what it holds."""
 
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -130,6 +132,30 @@ def test_a_forked_child_starts_empty_and_leaves_the_parents_records_to_it():
     assert os.waitstatus_to_exitcode(status) == 0
     buffer.flush()
     assert sink.batches == [[1]]
+
+
+def _record_in_a_worker(out: str) -> None:
+    def write(items: list[int]) -> None:
+        with open(out, "a") as file:
+            file.write(",".join(map(str, items)))
+
+    buffer = BufferedWriter(name="test", write=write, interval=lambda: 3600)
+    buffer.add(3)
+    buffer.add(4)
+
+
+def test_a_multiprocessing_worker_writes_what_it_holds_on_its_way_out(tmp_path: Path):
+    # Granian's and Celery's workers leave through `os._exit`, which runs no `atexit`.
+    out = tmp_path / "written"
+    worker = multiprocessing.get_context("fork").Process(
+        target=_record_in_a_worker, args=(str(out),)
+    )
+
+    worker.start()
+    worker.join(timeout=60)
+
+    assert worker.exitcode == 0
+    assert out.read_text() == "3,4"
 
 
 def test_an_exiting_process_writes_what_it_holds(tmp_path: Path):
