@@ -27,6 +27,22 @@ INITIALIZE = {
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
+MODERN_VERSION = "2026-07-28"
+
+
+def tool_call_message(
+    name: str, arguments: Any, *, request_id: Any = 7, modern: bool = False
+) -> dict[str, Any]:
+    """A JSON-RPC `tools/call` request; `modern` adds the 2026-07-28 envelope."""
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if modern:
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
 class Mcp:
     """Opens SDK client sessions on `/mcp` of the live server with a given key."""
 

@@ -18,7 +18,7 @@ from agent import views
 from agent.models import ToolCall
 from automations.models import Automation, AutomationStatus
 from config.api.lean import LeanFront
-from tests.agent.conftest import INITIALIZE, Mcp, data, error
+from tests.agent.conftest import INITIALIZE, Mcp, data, error, tool_call_message
 from tests.automations.factories import AutomationFactory
 from tests.config.test_lean import Answer, Counting, call, environ
 from tests.config.test_lean import apps as apps
@@ -29,16 +29,6 @@ ACCEPT = "application/json, text/event-stream"
 MODERN = "2026-07-28"
 # Members whose values are new on every call that makes something.
 VOLATILE = {"id", "created_at", "updated_at", "prepared_action_id", "expires_at"}
-
-
-def _tool_call(name: str, arguments: Any, *, request_id: Any = 7, modern: bool = False) -> dict:
-    params: dict[str, Any] = {"name": name, "arguments": arguments}
-    if modern:
-        params["_meta"] = {
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
 def _headers(body: Any, *, version: str | None = "2025-11-25", **extra: str) -> dict[str, str]:
@@ -126,7 +116,7 @@ def contact(api, world, owner) -> dict[str, Any]:
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2024-11-05", None, MODERN])
 def test_a_tool_call_answers_the_same_both_ways(apps, world, owner, contact, version):
     arguments = {"project_id": str(world.project.id), "contact_id": contact["id"]}
-    body = _tool_call("contacts_get", arguments, modern=version == MODERN)
+    body = tool_call_message("contacts_get", arguments, modern=version == MODERN)
     before = ToolCall.objects.count()
 
     answer, direct = _both(apps, _mcp(owner, body, **_headers(body, version=version)))
@@ -167,7 +157,7 @@ def test_tool_failures_answer_the_same_both_ways(apps, world, owner, contact, ca
     }
     if arguments is not None:
         arguments = {key: names.get(value, value) for key, value in arguments.items()}
-    body = _tool_call(name, arguments, request_id="text-id", modern=modern)
+    body = tool_call_message(name, arguments, request_id="text-id", modern=modern)
     version = MODERN if modern else "2025-11-25"
     before = ToolCall.objects.count()
 
@@ -186,7 +176,7 @@ def test_tool_failures_answer_the_same_both_ways(apps, world, owner, contact, ca
 )
 def test_keys_are_refused_the_same_both_ways(apps, world, contact, key, status, modern):
     arguments = {"project_id": str(world.project.id), "contact_id": contact["id"]}
-    body = _tool_call("contacts_get", arguments, modern=modern)
+    body = tool_call_message("contacts_get", arguments, modern=modern)
     secret = world.keys.get(key, key) if key is not None else None
     version = MODERN if modern else "2025-11-25"
 
@@ -200,7 +190,7 @@ def test_a_rate_limited_key_is_refused_the_same_both_ways(apps, world, owner, co
     settings.API_RATE_LIMIT = 1
     front, _ = apps
     arguments = {"project_id": str(world.project.id), "contact_id": contact["id"]}
-    body = _tool_call("contacts_get", arguments)
+    body = tool_call_message("contacts_get", arguments)
     make = _mcp(owner, body, **_headers(body))
     call(front, make())
 
@@ -214,7 +204,7 @@ def test_a_rate_limited_key_is_refused_the_same_both_ways(apps, world, owner, co
 def test_a_session_header_is_ignored_both_ways(apps, world, owner, contact):
     # The server is stateless: the SDK's transport neither issues nor checks a session.
     arguments = {"project_id": str(world.project.id), "contact_id": contact["id"]}
-    body = _tool_call("contacts_get", arguments)
+    body = tool_call_message("contacts_get", arguments)
     headers = _headers(body, HTTP_MCP_SESSION_ID="no-such-session")
 
     answer, direct = _both(apps, _mcp(owner, body, **headers))
@@ -238,7 +228,7 @@ def test_what_a_call_may_carry_besides_answers_the_same_both_ways(
     apps, world, owner, contact, modern, meta, headers
 ):
     arguments = {"project_id": str(world.project.id), "contact_id": contact["id"]}
-    body = _tool_call("contacts_get", arguments, modern=modern)
+    body = tool_call_message("contacts_get", arguments, modern=modern)
     body["params"]["_meta"] = {**body["params"].get("_meta", {}), **meta}
     version = MODERN if modern else "2025-11-25"
 
@@ -251,7 +241,7 @@ def test_what_a_call_may_carry_besides_answers_the_same_both_ways(
 def test_a_publish_is_prepared_and_executed_the_same_both_ways(apps, world, owner):
     automation = AutomationFactory(project=world.project)
     p = {"project_id": str(world.project.id)}
-    prepare = _tool_call(
+    prepare = tool_call_message(
         "automation_action_prepare",
         {**p, "automation_id": str(automation.id), "action": "publish"},
     )
@@ -262,12 +252,12 @@ def test_a_publish_is_prepared_and_executed_the_same_both_ways(apps, world, owne
     preparation = prepared.json()["result"]["structuredContent"]
     execute = {**p, "prepared_action_id": preparation["prepared_action_id"]}
     # The first executes, the second (the same idempotency key) repeats its answer.
-    once = _tool_call("prepared_action_execute", {**execute, "idempotency_key": "k"})
+    once = tool_call_message("prepared_action_execute", {**execute, "idempotency_key": "k"})
     executed, direct = _both(apps, _mcp(owner, once, **_headers(once)))
     assert direct
     assert executed.json()["result"]["structuredContent"]["status"] == "active"
     # Another key: a conflict both ways.
-    other = _tool_call("prepared_action_execute", {**execute, "idempotency_key": "other"})
+    other = tool_call_message("prepared_action_execute", {**execute, "idempotency_key": "other"})
     conflict, direct = _both(apps, _mcp(owner, other, **_headers(other)))
     assert direct
     assert conflict.json()["result"]["structuredContent"]["code"] == "conflict"
@@ -275,7 +265,7 @@ def test_a_publish_is_prepared_and_executed_the_same_both_ways(apps, world, owne
 
 
 def _envelope_without_version() -> dict[str, Any]:
-    body = _tool_call("contacts_get", {}, modern=True)
+    body = tool_call_message("contacts_get", {}, modern=True)
     del body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
     return body
 
@@ -288,28 +278,28 @@ def _envelope_without_version() -> dict[str, Any]:
         ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {}),
         (INITIALIZE, {}),
         ({"jsonrpc": "2.0", "method": "notifications/initialized"}, {}),
-        ([_tool_call("contacts_get", {})], {}),
+        ([tool_call_message("contacts_get", {})], {}),
         # Messages the SDK refuses: bad JSON, bad envelopes, parameters of the wrong shape.
         (b"{not json", {}),
-        ({**_tool_call("contacts_get", {}), "jsonrpc": "1.0"}, {}),
-        ({**_tool_call("contacts_get", {}), "id": True}, {}),
-        ({**_tool_call("contacts_get", {}), "id": 1.5}, {}),
-        ({**_tool_call("contacts_get", {}), "extra": 1}, {}),
-        (_tool_call("contacts_get", "not an object"), {}),
+        ({**tool_call_message("contacts_get", {}), "jsonrpc": "1.0"}, {}),
+        ({**tool_call_message("contacts_get", {}), "id": True}, {}),
+        ({**tool_call_message("contacts_get", {}), "id": 1.5}, {}),
+        ({**tool_call_message("contacts_get", {}), "extra": 1}, {}),
+        (tool_call_message("contacts_get", "not an object"), {}),
         ({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {}}, {}),
         ({"jsonrpc": "2.0", "id": 3, "method": "tools/call"}, {}),
         # Headers the SDK refuses or reads its own way.
-        (_tool_call("contacts_get", {}), {"HTTP_ACCEPT": "text/event-stream"}),
-        (_tool_call("contacts_get", {}), {"HTTP_MCP_PROTOCOL_VERSION": "1999-01-01"}),
-        (_tool_call("contacts_get", {}), {"content_type": "text/plain"}),
+        (tool_call_message("contacts_get", {}), {"HTTP_ACCEPT": "text/event-stream"}),
+        (tool_call_message("contacts_get", {}), {"HTTP_MCP_PROTOCOL_VERSION": "1999-01-01"}),
+        (tool_call_message("contacts_get", {}), {"content_type": "text/plain"}),
         # An integer beyond 64 bits, which orjson would read as a float.
-        (_tool_call("contacts_get", {"contact_id": 123456789012345678901}), {}),
+        (tool_call_message("contacts_get", {"contact_id": 123456789012345678901}), {}),
         # The 2026 envelope: a version header without the envelope, an envelope without a
         # version, headers that disagree with the body.
-        (_tool_call("contacts_get", {}), {"HTTP_MCP_PROTOCOL_VERSION": MODERN}),
+        (tool_call_message("contacts_get", {}), {"HTTP_MCP_PROTOCOL_VERSION": MODERN}),
         (_envelope_without_version(), {"HTTP_MCP_PROTOCOL_VERSION": MODERN}),
         (
-            _tool_call("contacts_get", {}, modern=True),
+            tool_call_message("contacts_get", {}, modern=True),
             {
                 "HTTP_MCP_PROTOCOL_VERSION": MODERN,
                 "HTTP_MCP_METHOD": "tools/call",
@@ -317,7 +307,7 @@ def _envelope_without_version() -> dict[str, Any]:
             },
         ),
         (
-            _tool_call("contacts_get", {}, modern=True),
+            tool_call_message("contacts_get", {}, modern=True),
             {"HTTP_MCP_PROTOCOL_VERSION": MODERN, "HTTP_MCP_METHOD": "tools/list"},
         ),
     ],

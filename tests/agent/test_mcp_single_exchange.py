@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from agent import server
-from tests.agent.conftest import INITIALIZE
+from tests.agent.conftest import INITIALIZE, tool_call_message
 
 pytestmark = pytest.mark.django_db
 
@@ -54,15 +54,6 @@ def _same(direct: Any, managed: Any) -> None:
         assert direct.content == managed.content
 
 
-def _call(name: str, arguments: Any, request_id: Any = 7) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
-
-
 @pytest.fixture
 def contact(api, world) -> dict[str, Any]:
     return api.post(
@@ -80,7 +71,9 @@ def test_a_tool_call_is_answered_as_the_session_manager_answers_it(
     headers = {"Accept": ACCEPT}
     if version is not None:
         headers["MCP-Protocol-Version"] = version
-    body = _call("contacts_get", {"project_id": str(world.project.id), "contact_id": contact["id"]})
+    body = tool_call_message(
+        "contacts_get", {"project_id": str(world.project.id), "contact_id": contact["id"]}
+    )
     direct, managed, served = _both(monkeypatch, world.keys["personal_owner"], body, **headers)
     assert served
     _same(direct, managed)
@@ -94,11 +87,13 @@ def test_a_tool_call_is_answered_as_the_session_manager_answers_it(
     "body",
     [
         # A tool's failure is a result.
-        _call("contacts_get", {"project_id": "not-a-uuid", "contact_id": "x"}, "text-id"),
+        tool_call_message(
+            "contacts_get", {"project_id": "not-a-uuid", "contact_id": "x"}, request_id="text-id"
+        ),
         # An unknown tool, arguments of the wrong shape, no tool name: errors the request
         # runner raises, mapped as the SDK's dispatcher maps them.
-        _call("no_such_tool", {}),
-        _call("contacts_get", "not an object"),
+        tool_call_message("no_such_tool", {}),
+        tool_call_message("contacts_get", "not an object"),
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {}},
         {"jsonrpc": "2.0", "id": 4, "method": "no/such/method"},
         {"jsonrpc": "2.0", "id": 5, "method": "ping"},

@@ -17,19 +17,10 @@ from agent.models import ToolCall
 from agent.services import tool_call_record, tool_calls_flush
 from tenancy.models import Role
 from tenancy.selectors import api_key_record_get
-from tests.agent.conftest import Mcp
+from tests.agent.conftest import Mcp, tool_call_message
 from tests.contacts.test_contacts_races import run_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _tool_call(name: str, arguments: dict, request_id: int = 1) -> dict:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
 
 
 @pytest.fixture
@@ -45,8 +36,10 @@ def test_a_call_is_kept_by_the_process_until_it_writes_its_rows(mcp: Mcp, world,
     key = world.keys["personal_owner"]
     project = str(world.project.id)
 
-    listed = mcp.post(_tool_call("contacts_list", {"project_id": project}), key=key)
-    refused = mcp.post(_tool_call("contacts_list", {"project_id": "main"}, 2), key=key)
+    listed = mcp.post(tool_call_message("contacts_list", {"project_id": project}), key=key)
+    refused = mcp.post(
+        tool_call_message("contacts_list", {"project_id": "main"}, request_id=2), key=key
+    )
 
     assert listed.status_code == refused.status_code == 200
     assert ToolCall.objects.count() == 0
@@ -69,7 +62,7 @@ def test_the_console_shows_the_calls_this_process_still_held(
     mcp: Mcp, world, buffered, admin_client
 ):
     key = world.keys["personal_owner"]
-    mcp.post(_tool_call("contacts_list", {"project_id": str(world.project.id)}), key=key)
+    mcp.post(tool_call_message("contacts_list", {"project_id": str(world.project.id)}), key=key)
 
     page = admin_client.get(reverse("admin:agent_toolcall_changelist"))
 
@@ -86,7 +79,9 @@ def test_no_row_is_lost_when_threads_call_while_the_buffer_writes(mcp: Mcp, worl
 
     def calls(index: int) -> list[int]:
         return [
-            mcp.post(_tool_call("contacts_list", arguments, n), key=key).status_code
+            mcp.post(
+                tool_call_message("contacts_list", arguments, request_id=n), key=key
+            ).status_code
             for n in range(10)
         ]
 
