@@ -22,7 +22,8 @@ logger = logging.getLogger(__name__)
 
 MAX_TOOL_NAME = 100
 
-# The columns of an audit row, in the order `tool_call_record` gives them.
+# The columns of an audit row, in the order `_rows_insert` binds them: the row's id, then
+# the row as `tool_call_record` leaves it.
 _COLUMNS = (
     "id",
     "api_key_id",
