@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from agent import direct
 from agent.direct import TOOLS_CALL, DirectCall, direct_call
+from tests.agent.conftest import MODERN_VERSION
 
 VERSION = "2025-11-25"
 PARAMS = [
@@ -34,7 +35,7 @@ PARAMS = [
 ]
 
 
-MODERN = "2026-07-28"
+MODERN = MODERN_VERSION
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},

@@ -18,7 +18,14 @@ from agent import views
 from agent.models import ToolCall
 from automations.models import Automation, AutomationStatus
 from config.api.lean import LeanFront
-from tests.agent.conftest import INITIALIZE, Mcp, data, error, tool_call_message
+from tests.agent.conftest import (
+    INITIALIZE,
+    MODERN_VERSION,
+    Mcp,
+    data,
+    error,
+    tool_call_message,
+)
 from tests.automations.factories import AutomationFactory
 from tests.config.test_lean import Answer, Counting, call, environ
 from tests.config.test_lean import apps as apps
@@ -26,7 +33,7 @@ from tests.config.test_lean import apps as apps
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ACCEPT = "application/json, text/event-stream"
-MODERN = "2026-07-28"
+MODERN = MODERN_VERSION
 # Members whose values are new on every call that makes something.
 VOLATILE = {"id", "created_at", "updated_at", "prepared_action_id", "expires_at"}
 

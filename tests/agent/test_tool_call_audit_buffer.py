@@ -123,9 +123,12 @@ def test_a_row_the_database_refuses_does_not_hold_back_the_others(world, buffere
 
 def test_rows_past_the_bound_are_dropped_oldest_first(monkeypatch, caplog):
     monkeypatch.setattr(services, "MAX_HELD_ROWS", 3)
-    rows = [(uuid.uuid4(),) for _ in range(5)]
+    at = dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC)
+    rows: list[services.AuditRow] = [
+        (str(uuid.uuid4()), None, None, "contacts_list", "ok", 200, float(n), at) for n in range(5)
+    ]
 
-    kept = services._newest_kept(rows)  # type: ignore[arg-type]
+    kept = services._newest_kept(rows)
 
     assert kept == rows[2:]
     assert "Dropped 2 tool-call audit rows" in caplog.text
