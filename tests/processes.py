@@ -4,6 +4,7 @@ bounded waits, HTTP without a client library, and a process's children from /pro
 import contextlib
 import importlib.util
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -19,7 +20,33 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Ports below the range the kernel gives outgoing connections (and `bind(0)`) from, where
+# only listeners take them.
+_PORTS_BELOW_EPHEMERAL = 10_000
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A port free now on 127.0.0.1 for a server a test starts. Not one the kernel hands
+    out (`bind` to port 0): those come from the range of outgoing connections, and a
+    client connection made before the server binds (to PostgreSQL, Redis, another server)
+    could take it, failing the server with "Address already in use"."""
+    start = _ephemeral_start()
+    low = max(1024, start - _PORTS_BELOW_EPHEMERAL)
+    for _ in range(100):
+        port = random.randrange(low, start)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
