@@ -124,3 +124,45 @@ def test_a_body_larger_than_any_endpoint_takes_is_refused_before_it_is_read(serv
     assert status == 413
     assert b"connection: close" in head
     assert answer["error"]["code"] == "request_too_large"
+
+
+def test_requests_after_a_body_on_one_connection_are_served_in_turn(server, world):
+    # A body is read up to its declared length and no further: the requests that follow it
+    # on the connection, two sent with it in one write (pipelined) and one after the
+    # answers, are each answered in turn on the same connection.
+    key = world.keys["project"]
+    emails = [f"turn-{n}@example.com" for n in range(4)]
+
+    def post(email: str) -> bytes:
+        body = json.dumps({"email": email}).encode()
+        head = post_head(key, len(body)).replace(b"Connection: close", b"Connection: keep-alive")
+        return head + body
+
+    sock = connect(server)
+    sock.sendall(b"".join(post(email) for email in emails[:3]))
+    answers = answers_of(sock, 3)
+    sock.sendall(post(emails[3]))
+    answers += answers_of(sock, 1)
+    sock.close()
+
+    assert [status for status, _ in answers] == [201] * 4
+    assert [answer["data"]["email"] for _, answer in answers] == emails
+    assert Contact.objects.filter(email__in=emails).count() == 4
+
+
+def answers_of(sock: socket.socket, count: int) -> list[tuple[int, dict]]:
+    """The next `count` answers on a keep-alive connection, each read by its length."""
+    data, answers = b"", []
+    while len(answers) < count:
+        head, found, rest = data.partition(b"\r\n\r\n")
+        if found:
+            fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
+            length = int(fields[next(k for k in fields if k.lower() == b"content-length")])
+            if len(rest) >= length:
+                answers.append((int(head.split()[1]), json.loads(rest[:length])))
+                data = rest[length:]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        data += chunk
+    return answers

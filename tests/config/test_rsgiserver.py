@@ -171,6 +171,18 @@ def test_a_body_sent_in_steady_chunks_is_read_whatever_it_takes_in_all(declared)
     assert time.monotonic() - started > 0.4
 
 
+@pytest.mark.parametrize("size", [12, 3_000_000])
+def test_a_body_of_its_declared_length_is_whole_without_the_end_of_the_stream(size):
+    # The stream's end never comes: the read ends with the declared length, in memory and
+    # on disk alike.
+    half = size // 2
+    body = b"a" * half + b"b" * (size - half)
+    proto = Proto([(0, body[:half]), (0.01, body[half:]), (None, b"")])
+    started = time.monotonic()
+    assert read(proto, declared=size, limit=5_000_000, pause=5) == body
+    assert time.monotonic() - started < 2
+
+
 @pytest.mark.parametrize("declared", [6, None])
 def test_a_client_that_stops_sending_is_timed_out_after_the_pause(declared):
     started = time.monotonic()
