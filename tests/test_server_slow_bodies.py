@@ -156,8 +156,8 @@ def answers_of(sock: socket.socket, count: int) -> list[tuple[int, dict]]:
     while len(answers) < count:
         head, found, rest = data.partition(b"\r\n\r\n")
         if found:
-            fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
-            length = int(fields[next(k for k in fields if k.lower() == b"content-length")])
+            fields = dict(line.lower().split(b":", 1) for line in head.split(b"\r\n")[1:])
+            length = int(fields[b"content-length"])
             if len(rest) >= length:
                 answers.append((int(head.split()[1]), json.loads(rest[:length])))
                 data = rest[length:]
